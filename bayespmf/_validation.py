@@ -1,0 +1,315 @@
+"""One place for argument and data checks.
+
+Every public entry point validates through these helpers so that a bad argument gets
+the same kind of message everywhere: the argument's name, what is accepted, what was
+received and, where there is one, the fix.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "ConvergenceWarning",
+    "DataValidationError",
+    "as_codes",
+    "check_float",
+    "check_int",
+    "check_random_state",
+]
+
+#: Largest alphabet we accept for one variable; codes are stored as int64 but the one-hot
+#: designs and marginal blocks grow with I_n, and a column with more distinct values than
+#: this is almost certainly an identifier or a continuous variable, not a category.
+MAX_CATEGORIES = 100_000
+
+
+class DataValidationError(ValueError):
+    """Raised when data handed to bayespmf are malformed (a ``ValueError`` subclass)."""
+
+
+class ConvergenceWarning(UserWarning):
+    """Raised (as a warning) when an iterative algorithm stops before converging."""
+
+
+def check_random_state(random_state) -> np.random.Generator:
+    """Turn ``random_state`` into a :class:`numpy.random.Generator`.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.Generator or numpy.random.SeedSequence
+        ``None`` gives fresh OS entropy; an int or a ``SeedSequence`` seeds a new
+        PCG64 generator; a ``Generator`` is returned unchanged (so that a caller can
+        thread one generator through several routines).
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    ValueError
+        If ``random_state`` is of another type (the legacy ``RandomState`` included).
+
+    Examples
+    --------
+    >>> rng = check_random_state(0)
+    >>> check_random_state(rng) is rng
+    True
+    """
+    if random_state is None or isinstance(
+        random_state, numbers.Integral | np.random.SeedSequence
+    ):
+        if isinstance(random_state, numbers.Integral) and random_state < 0:
+            raise ValueError(
+                f"The 'random_state' argument must be a non-negative int, a "
+                f"numpy.random.Generator or None. Got {random_state!r}."
+            )
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    raise ValueError(
+        "The 'random_state' argument must be None, a non-negative int, a "
+        f"numpy.random.Generator or a SeedSequence. Got {type(random_state).__name__}."
+    )
+
+
+def check_int(value, name: str, *, owner: str = "", low=None, high=None) -> int:
+    """Check that ``value`` is an integer in ``[low, high]`` and return it as ``int``.
+
+    Examples
+    --------
+    >>> check_int(3, "rank", owner="LatentClassPMF", low=1)
+    3
+    """
+    where = f" of {owner}" if owner else ""
+    rng_txt = _range_text(low, high)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(
+            f"The '{name}' parameter{where} must be an int{rng_txt}. Got {value!r}."
+        )
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(
+            f"The '{name}' parameter{where} must be an int{rng_txt}. Got {value}."
+        )
+    return value
+
+
+def check_float(
+    value, name: str, *, owner: str = "", low=None, high=None, low_open=False
+) -> float:
+    """Check that ``value`` is a finite real number in the given range.
+
+    Examples
+    --------
+    >>> check_float(0.5, "observed_prob", low=0.0, high=1.0, low_open=True)
+    0.5
+    """
+    where = f" of {owner}" if owner else ""
+    lo = "(" if low_open else "["
+    rng_txt = f" in {lo}{low}, {high}]" if low is not None or high is not None else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(
+            f"The '{name}' parameter{where} must be a real number{rng_txt}. "
+            f"Got {value!r}."
+        )
+    value = float(value)
+    bad = not np.isfinite(value)
+    if low is not None:
+        bad |= value <= low if low_open else value < low
+    if high is not None:
+        bad |= value > high
+    if bad:
+        raise ValueError(
+            f"The '{name}' parameter{where} must be a finite real number{rng_txt}. "
+            f"Got {value}."
+        )
+    return value
+
+
+def _range_text(low, high) -> str:
+    if low is not None and high is not None:
+        return f" in [{low}, {high}]"
+    if low is not None:
+        return f" >= {low}"
+    if high is not None:
+        return f" <= {high}"
+    return ""
+
+
+def as_codes(
+    data,
+    n_categories: Sequence[int] | np.ndarray | None = None,
+    *,
+    name: str = "data",
+    allow_empty_rows: bool = True,
+    allow_empty_columns: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate categorical codes and return ``(codes, n_categories)``.
+
+    Parameters
+    ----------
+    data : CategoricalData or array_like of int, shape (n_samples, n_variables)
+        Integer codes; ``-1`` marks a missing entry. A :class:`CategoricalData` is
+        accepted as is (its codes are already validated).
+    n_categories : sequence of int, optional
+        Alphabet size of each variable. Inferred as ``max(code) + 1`` per column when
+        omitted (which can under-count categories that never occur).
+    name : str
+        Name of the argument, used in error messages.
+    allow_empty_rows, allow_empty_columns : bool
+        Whether rows (columns) with every entry missing are accepted.
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (n_samples, n_variables)
+        A read-only array; a copy whenever the input had to be converted, so the
+        caller's array is never modified.
+    n_categories : ndarray of int64, shape (n_variables,)
+
+    Raises
+    ------
+    DataValidationError
+        Wrong number of dimensions, no rows or no columns, non-integer or NaN values,
+        codes below -1 or at least ``n_categories``, a variable with fewer than two
+        categories, or (unless allowed) an all-missing row or column.
+
+    Examples
+    --------
+    >>> codes, n_cat = as_codes([[0, 1], [1, 2]])
+    >>> n_cat
+    array([2, 3])
+    """
+    from bayespmf.data import CategoricalData  # local: data imports this module
+
+    if isinstance(data, CategoricalData):
+        codes, n_cat = data.codes, data.n_categories
+        if n_categories is not None:
+            given = np.asarray(n_categories, dtype=np.int64)
+            if given.shape != n_cat.shape or np.any(given != n_cat):
+                raise DataValidationError(
+                    f"'n_categories' ({given.tolist()}) disagrees with the "
+                    f"CategoricalData passed as '{name}' ({n_cat.tolist()}). "
+                    "Leave 'n_categories' out when passing a CategoricalData."
+                )
+    else:
+        codes = _to_int_array(data, name)
+        n_cat = _check_n_categories(codes, n_categories, name)
+        _check_code_range(codes, n_cat, name)
+        codes = np.array(codes, dtype=np.int64, copy=True)
+        codes.setflags(write=False)
+    mask = codes >= 0
+    if not allow_empty_columns:
+        empty_cols = np.flatnonzero(~mask.any(axis=0))
+        if empty_cols.size:
+            raise DataValidationError(
+                f"Variable(s) {empty_cols.tolist()} of '{name}' are never observed "
+                "(every entry is missing). Drop those columns first."
+            )
+    if not allow_empty_rows:
+        empty_rows = np.flatnonzero(~mask.any(axis=1))
+        if empty_rows.size:
+            raise DataValidationError(
+                f"{empty_rows.size} row(s) of '{name}' have every entry missing "
+                f"(first: {empty_rows[:5].tolist()}). Drop them first, e.g. with "
+                "CategoricalData.drop_empty_rows()."
+            )
+    return codes, n_cat
+
+
+def _to_int_array(data, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(data)
+    except Exception as err:  # ragged lists and the like
+        raise DataValidationError(
+            f"'{name}' must be a 2-D array of integer codes. Could not convert it to an "
+            f"array: {err}"
+        ) from err
+    if arr.ndim != 2:
+        raise DataValidationError(
+            f"'{name}' must be a 2-D array of integer codes with shape "
+            f"(n_samples, n_variables). Got an array with ndim={arr.ndim} and shape "
+            f"{arr.shape}. Reshape it, e.g. x.reshape(-1, 1) for one variable."
+        )
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise DataValidationError(
+            f"'{name}' is empty (shape {arr.shape}); at least one row and one variable "
+            "are needed."
+        )
+    if arr.dtype.kind in "iu":
+        return arr
+    if arr.dtype.kind == "b":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "f":
+        if np.isnan(arr).any():
+            raise DataValidationError(
+                f"'{name}' contains NaN. Integer codes mark missing entries with -1; "
+                "use CategoricalData.from_pandas for data with NaN/None as missing."
+            )
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise DataValidationError(
+                f"'{name}' must hold integer codes; it holds non-integer floats."
+            )
+        return arr.astype(np.int64)
+    raise DataValidationError(
+        f"'{name}' must hold integer codes (-1 for missing); got dtype {arr.dtype}. "
+        "Use CategoricalData.from_pandas for labelled (string) data."
+    )
+
+
+def _check_n_categories(codes, n_categories, name) -> np.ndarray:
+    n_vars = codes.shape[1]
+    if n_categories is None:
+        n_cat = codes.max(axis=0).astype(np.int64) + 1
+        small = np.flatnonzero(n_cat < 2)
+        if small.size:
+            raise DataValidationError(
+                f"Variable(s) {small.tolist()} of '{name}' take at most one value, so "
+                "their number of categories cannot be inferred and would be < 2. Pass "
+                "'n_categories' explicitly or drop constant variables."
+            )
+        n_categories = n_cat
+    n_cat = np.asarray(n_categories)
+    if n_cat.ndim == 0:
+        n_cat = np.full(n_vars, n_cat)
+    if n_cat.shape != (n_vars,) or n_cat.dtype.kind not in "iu":
+        raise DataValidationError(
+            f"'n_categories' must be an int or a sequence of {n_vars} ints (one per "
+            f"column of '{name}'). Got {np.asarray(n_categories).tolist()!r}."
+        )
+    n_cat = n_cat.astype(np.int64)
+    small = np.flatnonzero(n_cat < 2)
+    if small.size:
+        raise DataValidationError(
+            f"Every variable needs at least 2 categories; 'n_categories' has "
+            f"{n_cat[small].tolist()} for variable(s) {small.tolist()}. Drop constant "
+            "variables."
+        )
+    big = np.flatnonzero(n_cat > MAX_CATEGORIES)
+    if big.size:
+        raise DataValidationError(
+            f"'n_categories' of variable(s) {big.tolist()} exceeds {MAX_CATEGORIES}."
+        )
+    return n_cat
+
+
+def _check_code_range(codes, n_cat, name) -> None:
+    low = codes < -1
+    if low.any():
+        r, c = np.argwhere(low)[0]
+        raise DataValidationError(
+            f"'{name}' has code {codes[r, c]} at row {r}, variable {c}; codes must be "
+            "in [0, n_categories) with -1 for missing."
+        )
+    high = codes >= n_cat[None, :]
+    if high.any():
+        r, c = np.argwhere(high)[0]
+        raise DataValidationError(
+            f"'{name}' has code {codes[r, c]} at row {r}, variable {c}, but that "
+            f"variable has n_categories={n_cat[c]}; codes must be in "
+            f"[0, {n_cat[c]}) with -1 for missing. Pass a larger 'n_categories'."
+        )

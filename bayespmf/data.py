@@ -1,0 +1,503 @@
+"""The container for partially observed categorical data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from bayespmf._validation import (
+    DataValidationError,
+    as_codes,
+    check_float,
+    check_random_state,
+)
+
+__all__ = ["CategoricalData", "MISSING"]
+
+#: The integer code of a missing entry.
+MISSING = -1
+
+
+@dataclass(frozen=True, eq=False, init=False)
+class CategoricalData:
+    """N categorical variables observed on S rows, with missing entries.
+
+    Each variable ``n`` takes values in ``{0, ..., I_n - 1}``; alphabet sizes ``I_n``
+    may differ between variables. A missing entry is coded ``-1`` (:data:`MISSING`).
+    Instances are immutable: the codes array is read-only and every operation returns
+    a new object.
+
+    Build one with :meth:`from_codes` or :meth:`from_pandas`; the shipped data sets in
+    :mod:`bayespmf.datasets` and the simulators return one too.
+
+    Attributes
+    ----------
+    codes : ndarray of int64, shape (n_samples, n_variables)
+        Read-only integer codes, ``-1`` for missing.
+    n_categories : ndarray of int64, shape (n_variables,)
+        Alphabet size ``I_n`` of each variable.
+    names : list of str
+        Variable names (used as coordinates by the PyMC models).
+    categories : list of list of str
+        Category labels of each variable, ``categories[n][i]`` for code ``i``.
+
+    Examples
+    --------
+    >>> data = CategoricalData.from_codes([[0, 2], [1, -1], [-1, 0]], n_categories=[2, 3])
+    >>> data
+    CategoricalData(n_samples=3, n_variables=2, n_categories=[2, 3], missing=33.3%)
+    >>> data.mask.sum(axis=0)
+    array([2, 2])
+    """
+
+    codes: np.ndarray
+    n_categories: np.ndarray
+    names: list
+    categories: list
+
+    def __init__(self, codes, n_categories=None, names=None, categories=None):
+        codes, n_cat = as_codes(codes, n_categories, name="codes", allow_empty_columns=True)
+        n_vars = codes.shape[1]
+        if names is None:
+            names = [f"x{j}" for j in range(n_vars)]
+        names = [str(v) for v in names]
+        if len(names) != n_vars:
+            raise DataValidationError(
+                f"'names' must have one entry per variable ({n_vars}); got {len(names)}."
+            )
+        if len(set(names)) != n_vars:
+            dup = sorted({v for v in names if names.count(v) > 1})
+            raise DataValidationError(f"'names' must be unique; repeated: {dup}.")
+        if categories is None:
+            categories = [[str(i) for i in range(k)] for k in n_cat]
+        categories = [[str(c) for c in cats] for cats in categories]
+        if len(categories) != n_vars or any(
+            len(c) != k for c, k in zip(categories, n_cat, strict=True)
+        ):
+            raise DataValidationError(
+                "'categories' must hold one list of labels per variable, of length "
+                f"n_categories={n_cat.tolist()}; got lengths "
+                f"{[len(c) for c in categories]}."
+            )
+        n_cat = n_cat.copy()
+        n_cat.setflags(write=False)
+        object.__setattr__(self, "codes", codes)
+        object.__setattr__(self, "n_categories", n_cat)
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "categories", categories)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_codes(
+        cls,
+        codes,
+        n_categories: int | Sequence[int] | None = None,
+        names: Sequence[str] | None = None,
+        categories: Sequence[Sequence[str]] | None = None,
+    ) -> CategoricalData:
+        """Build from integer codes (``-1`` = missing).
+
+        Parameters
+        ----------
+        codes : array_like of int, shape (n_samples, n_variables)
+            The caller's array is copied, never modified.
+        n_categories : int or sequence of int, optional
+            Alphabet sizes; inferred as ``max code + 1`` per variable when omitted.
+        names : sequence of str, optional
+            Variable names, ``x0, x1, ...`` by default.
+        categories : sequence of sequences of str, optional
+            Category labels per variable, ``"0", "1", ...`` by default.
+
+        Returns
+        -------
+        CategoricalData
+
+        Raises
+        ------
+        DataValidationError
+            For wrong ndim, an empty array, NaN, codes below -1 or at least
+            ``n_categories``, or a variable with fewer than two categories.
+
+        Examples
+        --------
+        >>> CategoricalData.from_codes([[0, 1], [1, 0]]).n_categories
+        array([2, 2])
+        """
+        return cls(codes, n_categories, names, categories)
+
+    @classmethod
+    def from_pandas(cls, df: pd.DataFrame, *, dropna_rows: bool = False) -> CategoricalData:
+        """Build from a DataFrame of labelled columns.
+
+        Object, string, integer, boolean and pandas ``category`` columns are accepted;
+        ``NaN``/``None``/``pd.NA`` are missing entries. For a ``category`` column the
+        declared categories (in their order) are the alphabet, so categories that never
+        occur are kept; otherwise the alphabet is the sorted set of observed values.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            One column per variable; column names become variable names.
+        dropna_rows : bool, default False
+            Drop rows in which every entry is missing.
+
+        Returns
+        -------
+        CategoricalData
+
+        Examples
+        --------
+        >>> df = pd.DataFrame({"colour": ["red", None, "blue"], "size": ["S", "M", "M"]})
+        >>> data = CategoricalData.from_pandas(df)
+        >>> data.categories
+        [['blue', 'red'], ['M', 'S']]
+        >>> data.codes.tolist()
+        [[1, 1], [-1, 0], [0, 0]]
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise DataValidationError(
+                f"'df' must be a pandas.DataFrame; got {type(df).__name__}. Use "
+                "CategoricalData.from_codes for integer arrays."
+            )
+        if df.shape[0] == 0 or df.shape[1] == 0:
+            raise DataValidationError(f"'df' is empty (shape {df.shape}).")
+        codes = np.empty(df.shape, dtype=np.int64)
+        categories = []
+        for j, col in enumerate(df.columns):
+            s = df[col]
+            if isinstance(s.dtype, pd.CategoricalDtype):
+                cat = s.cat
+                cats = list(cat.categories)
+                c = cat.codes.to_numpy(dtype=np.int64)
+            else:
+                missing = s.isna().to_numpy()
+                values = s[~missing]
+                try:
+                    cats = sorted(pd.unique(values))
+                except TypeError:  # mixed types: order by their string form
+                    cats = sorted(pd.unique(values), key=str)
+                index = {v: i for i, v in enumerate(cats)}
+                c = np.full(len(s), MISSING, dtype=np.int64)
+                c[~missing] = [index[v] for v in values]
+            codes[:, j] = c
+            if len(cats) < 2:
+                raise DataValidationError(
+                    f"Column {col!r} of 'df' has {len(cats)} distinct value(s); every "
+                    "variable needs at least 2 categories. Drop constant columns."
+                )
+            categories.append([str(v) for v in cats])
+        if dropna_rows:
+            codes = codes[(codes >= 0).any(axis=1)]
+        return cls(
+            codes,
+            [len(c) for c in categories],
+            [str(c) for c in df.columns],
+            categories,
+        )
+
+    def to_pandas(self) -> pd.DataFrame:
+        """Return a DataFrame of ``category`` columns with the labels (missing = NaN).
+
+        Examples
+        --------
+        >>> data = CategoricalData.from_codes([[0, 1], [-1, 0]], 2, names=["a", "b"])
+        >>> data.to_pandas()["a"].tolist()
+        ['0', nan]
+        """
+        cols = {}
+        for j, name in enumerate(self.names):
+            cols[name] = pd.Categorical.from_codes(
+                self.codes[:, j], categories=self.categories[j]
+            )
+        return pd.DataFrame(cols)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def n_samples(self) -> int:
+        """Number of rows S."""
+        return self.codes.shape[0]
+
+    @property
+    def n_variables(self) -> int:
+        """Number of variables N."""
+        return self.codes.shape[1]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(n_samples, n_variables)``."""
+        return self.codes.shape
+
+    @property
+    def mask(self) -> np.ndarray:
+        """Boolean array, True where an entry is observed."""
+        return self.codes >= 0
+
+    @property
+    def missing_fraction(self) -> float:
+        """Fraction of entries that are missing."""
+        return float(1.0 - self.mask.mean())
+
+    def __len__(self) -> int:
+        return self.n_samples
+
+    def __repr__(self) -> str:
+        return (
+            f"CategoricalData(n_samples={self.n_samples}, n_variables={self.n_variables}"
+            f", n_categories={self.n_categories.tolist()}, "
+            f"missing={100 * self.missing_fraction:.1f}%)"
+        )
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, CategoricalData):
+            return NotImplemented
+        return (
+            self.codes.shape == other.codes.shape
+            and bool(np.all(self.codes == other.codes))
+            and bool(np.all(self.n_categories == other.n_categories))
+            and self.names == other.names
+            and self.categories == other.categories
+        )
+
+    __hash__ = None  # mutable-looking container semantics: compare by value only
+
+    def index_of(self, variable: int | str) -> int:
+        """Return the column index of a variable given by name or index.
+
+        Examples
+        --------
+        >>> CategoricalData.from_codes([[0, 1], [1, 0]], names=["a", "b"]).index_of("b")
+        1
+        """
+        if isinstance(variable, str):
+            try:
+                return self.names.index(variable)
+            except ValueError:
+                import difflib
+
+                close = difflib.get_close_matches(variable, self.names, n=3)
+                hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+                raise DataValidationError(
+                    f"Unknown variable {variable!r}; the variables are {self.names}.{hint}"
+                ) from None
+        if isinstance(variable, bool) or not isinstance(variable, int | np.integer):
+            raise DataValidationError(
+                f"A variable is named by its name (str) or index (int); got {variable!r}."
+            )
+        j = int(variable)
+        if not -self.n_variables <= j < self.n_variables:
+            raise DataValidationError(
+                f"Variable index {j} is out of range for {self.n_variables} variables."
+            )
+        return j % self.n_variables
+
+    def summary(self) -> pd.DataFrame:
+        """One row per variable: categories, observed count and the most common label.
+
+        Examples
+        --------
+        >>> CategoricalData.from_codes([[0, 1], [1, 1]]).summary()["n_observed"].tolist()
+        [2, 2]
+        """
+        rows = []
+        for j, name in enumerate(self.names):
+            col = self.codes[:, j]
+            obs = col[col >= 0]
+            counts = np.bincount(obs, minlength=self.n_categories[j])
+            rows.append(
+                {
+                    "variable": name,
+                    "n_categories": int(self.n_categories[j]),
+                    "n_observed": int(obs.size),
+                    "missing_%": 100.0 * (1 - obs.size / max(col.size, 1)),
+                    "mode": self.categories[j][int(np.argmax(counts))] if obs.size else "",
+                    "mode_%": 100.0 * counts.max() / obs.size if obs.size else np.nan,
+                }
+            )
+        return pd.DataFrame(rows).set_index("variable")
+
+    # ------------------------------------------------------------------ subsetting
+    def _new(self, codes) -> CategoricalData:
+        return CategoricalData(codes, self.n_categories, self.names, self.categories)
+
+    def __getitem__(self, rows) -> CategoricalData:
+        """Row subset (an int array, a boolean mask or a slice).
+
+        Examples
+        --------
+        >>> data = CategoricalData.from_codes([[0, 1], [1, 0], [1, 1]])
+        >>> data[1:].n_samples
+        2
+        """
+        if isinstance(rows, tuple):
+            raise DataValidationError(
+                "CategoricalData is indexed by rows only; use select_variables() for "
+                "columns."
+            )
+        codes = self.codes[rows]
+        if codes.ndim == 1:
+            codes = codes[None, :]
+        if codes.shape[0] == 0:
+            raise DataValidationError("The row selection is empty.")
+        return self._new(codes)
+
+    def select_variables(self, variables: Sequence[int | str]) -> CategoricalData:
+        """Keep only the given variables (by name or index), in the given order.
+
+        Examples
+        --------
+        >>> data = CategoricalData.from_codes([[0, 1, 2]], n_categories=3, names="abc")
+        >>> data.select_variables(["c", "a"]).names
+        ['c', 'a']
+        """
+        idx = [self.index_of(v) for v in variables]
+        if not idx:
+            raise DataValidationError("'variables' must name at least one variable.")
+        return CategoricalData(
+            self.codes[:, idx],
+            self.n_categories[idx],
+            [self.names[j] for j in idx],
+            [self.categories[j] for j in idx],
+        )
+
+    def drop_empty_rows(self) -> CategoricalData:
+        """Drop rows in which every entry is missing.
+
+        Examples
+        --------
+        >>> CategoricalData.from_codes([[0, 1], [-1, -1]], 2).drop_empty_rows().n_samples
+        1
+        """
+        return self[self.mask.any(axis=1)]
+
+    def train_test_split(
+        self, *fractions: float, random_state=None
+    ) -> tuple[CategoricalData, ...]:
+        """Randomly split the rows into parts of the given fractions.
+
+        Parameters
+        ----------
+        *fractions : float
+            Fractions of the parts, e.g. ``0.5, 0.2, 0.3`` for train/validation/test
+            (the protocol of the CNMF paper, Sec. 7.2). They must sum to 1; a single
+            fraction ``f`` means ``f, 1 - f``.
+        random_state : None, int or numpy.random.Generator
+
+        Returns
+        -------
+        tuple of CategoricalData
+            One per fraction, in the given order.
+
+        Examples
+        --------
+        >>> data = CategoricalData.from_codes(np.arange(20).reshape(10, 2) % 3)
+        >>> train, val, test = data.train_test_split(0.5, 0.2, 0.3, random_state=0)
+        >>> (train.n_samples, val.n_samples, test.n_samples)
+        (5, 2, 3)
+        """
+        if len(fractions) == 1:
+            fractions = (fractions[0], 1.0 - fractions[0])
+        if len(fractions) < 2:
+            raise DataValidationError(
+                "train_test_split needs the fractions of the parts, e.g. (0.8, 0.2)."
+            )
+        fr = np.array(
+            [check_float(f, "fractions", low=0.0, high=1.0, low_open=True) for f in fractions]
+        )
+        if abs(fr.sum() - 1.0) > 1e-9:
+            raise DataValidationError(
+                f"'fractions' must sum to 1; got {fr.tolist()} (sum {fr.sum():.4g})."
+            )
+        rng = check_random_state(random_state)
+        perm = rng.permutation(self.n_samples)
+        bounds = np.round(np.cumsum(fr) * self.n_samples).astype(int)
+        bounds[-1] = self.n_samples
+        parts = np.split(perm, bounds[:-1])
+        if any(p.size == 0 for p in parts):
+            raise DataValidationError(
+                f"With {self.n_samples} rows, fractions {fr.tolist()} leave a part empty."
+            )
+        return tuple(self._new(self.codes[np.sort(p)]) for p in parts)
+
+    def hide_entries(
+        self,
+        fraction: float,
+        *,
+        variables: Sequence[int | str] | None = None,
+        min_observed: int = 1,
+        random_state=None,
+    ) -> tuple[CategoricalData, np.ndarray]:
+        """Hide a random fraction of the observed entries (for prediction protocols).
+
+        Parameters
+        ----------
+        fraction : float in (0, 1]
+            Fraction of the eligible observed entries to hide.
+        variables : sequence of int or str, optional
+            Only entries of these variables are hidden (all variables by default).
+        min_observed : int, default 1
+            Each row keeps at least this many observed entries; entries that would
+            break this are not eligible.
+        random_state : None, int or numpy.random.Generator
+
+        Returns
+        -------
+        masked : CategoricalData
+            The data with the hidden entries set to missing.
+        hidden : ndarray of int64, shape (n_hidden, 3)
+            ``(row, variable, true_code)`` of every hidden entry.
+
+        Examples
+        --------
+        >>> data = CategoricalData.from_codes(np.arange(40).reshape(10, 4) % 3)
+        >>> masked, hidden = data.hide_entries(0.25, random_state=0)
+        >>> hidden.shape
+        (10, 3)
+        >>> int((masked.codes[hidden[:, 0], hidden[:, 1]] == -1).sum())
+        10
+        """
+        fraction = check_float(fraction, "fraction", low=0.0, high=1.0, low_open=True)
+        rng = check_random_state(random_state)
+        cols = (
+            np.arange(self.n_variables)
+            if variables is None
+            else np.array([self.index_of(v) for v in variables])
+        )
+        mask = self.mask
+        eligible = np.zeros_like(mask)
+        eligible[:, cols] = mask[:, cols]
+        rows, vars_ = np.nonzero(eligible)
+        n_hide = int(round(fraction * rows.size))
+        if n_hide == 0:
+            raise DataValidationError(
+                f"'fraction'={fraction} of {rows.size} eligible observed entries hides "
+                "nothing; increase it."
+            )
+        # Random priority per entry; within each row keep the `min_observed` entries of
+        # lowest priority among *all* observed entries of the row, then hide the
+        # n_hide eligible ones of highest priority. Vectorized, no loop over rows.
+        prio = rng.random(rows.size)
+        order = np.argsort(-prio, kind="stable")
+        n_obs_row = mask.sum(axis=1)
+        removable = np.maximum(n_obs_row - min_observed, 0)
+        # rank of each eligible entry among the eligible entries of its row (by order)
+        r_sorted = rows[order]
+        sort_rows = np.argsort(r_sorted, kind="stable")
+        rank_in_row = np.empty(rows.size, dtype=np.int64)
+        starts = np.searchsorted(r_sorted[sort_rows], r_sorted[sort_rows], side="left")
+        rank_in_row[sort_rows] = np.arange(rows.size) - starts
+        allowed = rank_in_row < removable[r_sorted]
+        chosen = order[allowed][:n_hide]
+        if chosen.size < n_hide:
+            raise DataValidationError(
+                f"Cannot hide {n_hide} entries while keeping {min_observed} observed "
+                f"per row; at most {chosen.size} can be hidden."
+            )
+        codes = self.codes.copy()
+        hr, hv = rows[chosen], vars_[chosen]
+        hidden = np.column_stack([hr, hv, codes[hr, hv]]).astype(np.int64)
+        codes[hr, hv] = MISSING
+        srt = np.lexsort((hidden[:, 1], hidden[:, 0]))
+        return self._new(codes), hidden[srt]

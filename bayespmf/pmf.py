@@ -1,0 +1,234 @@
+"""The latent-class (naive Bayes / low-rank CPD) PMF: parameters and NumPy reference maths.
+
+The model (Ibrahim & Fu, eq. (3); Chege et al., eq. (1)) is
+
+.. math:: \\Pr(x_1, \\dots, x_N) = \\sum_{f=1}^F \\lambda_f \\prod_{n=1}^N A_n(x_n, f),
+
+with ``weights`` :math:`\\lambda` on the probability simplex and each factor
+:math:`A_n` of shape ``(I_n, F)`` column-stochastic. A missing entry is marginalized
+out, which drops its factor from the product.
+
+These functions are the plain NumPy reference: arrays in, arrays out, all in log space.
+The compiled kernels in :mod:`bayespmf.kernels` are tested against them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import logsumexp
+
+from bayespmf._validation import DataValidationError, as_codes
+
+__all__ = [
+    "LatentClassParams",
+    "check_params",
+    "conditional_pmf",
+    "joint_pmf",
+    "log_likelihood_rows",
+    "offsets_of",
+    "posterior_classes",
+    "split_factors",
+    "stack_factors",
+]
+
+#: Largest joint PMF tensor joint_pmf() builds (entries); 2**26 float64 = 512 MiB.
+MAX_JOINT_ENTRIES = 2**26
+
+
+class LatentClassParams(NamedTuple):
+    """Parameters of a latent-class PMF.
+
+    Attributes
+    ----------
+    weights : ndarray, shape (F,)
+        Class prior :math:`\\lambda`, on the simplex.
+    factors : list of ndarray, each (I_n, F)
+        Conditional PMFs :math:`A_n(i, f) = \\Pr(x_n = i \\mid H = f)`.
+    """
+
+    weights: np.ndarray
+    factors: list
+
+
+def offsets_of(n_categories) -> np.ndarray:
+    """Row offsets of each variable's block in the stacked factor matrix.
+
+    Examples
+    --------
+    >>> offsets_of([2, 3])
+    array([0, 2, 5])
+    """
+    return np.concatenate([[0], np.cumsum(np.asarray(n_categories, dtype=np.int64))])
+
+
+def stack_factors(factors) -> np.ndarray:
+    """Stack a list of ``(I_n, F)`` factors into one ``(sum I_n, F)`` array.
+
+    Examples
+    --------
+    >>> stack_factors([np.eye(2), np.full((3, 2), 1 / 3)]).shape
+    (5, 2)
+    """
+    return np.concatenate([np.asarray(a, dtype=float) for a in factors], axis=0)
+
+
+def split_factors(stacked, n_categories) -> list:
+    """Inverse of :func:`stack_factors` (returns copies).
+
+    Examples
+    --------
+    >>> [a.shape for a in split_factors(np.ones((5, 2)), [2, 3])]
+    [(2, 2), (3, 2)]
+    """
+    off = offsets_of(n_categories)
+    return [np.array(stacked[off[n] : off[n + 1]]) for n in range(len(off) - 1)]
+
+
+def check_params(weights, factors, n_categories=None, *, atol=1e-6) -> LatentClassParams:
+    """Validate latent-class parameters and return float64 copies.
+
+    Raises
+    ------
+    ValueError
+        Wrong shapes, negative entries, or columns not summing to one (within ``atol``).
+
+    Examples
+    --------
+    >>> p = check_params([0.5, 0.5], [np.array([[0.2, 0.9], [0.8, 0.1]])])
+    >>> p.weights
+    array([0.5, 0.5])
+    """
+    w = np.array(weights, dtype=float)
+    if w.ndim != 1 or w.size < 1:
+        raise DataValidationError(f"'weights' must be a 1-D array; got shape {w.shape}.")
+    f = w.size
+    fs = [np.array(a, dtype=float) for a in factors]
+    if n_categories is not None and len(fs) != len(n_categories):
+        raise DataValidationError(
+            f"'factors' must hold one matrix per variable ({len(n_categories)}); got "
+            f"{len(fs)}."
+        )
+    for n, a in enumerate(fs):
+        want = (a.shape[0] if n_categories is None else int(n_categories[n]), f)
+        if a.ndim != 2 or a.shape != want:
+            raise DataValidationError(
+                f"'factors[{n}]' must have shape {want} (n_categories, rank); got "
+                f"{a.shape}."
+            )
+    for name, arr, axis in [("weights", w, 0)] + [
+        (f"factors[{n}]", a, 0) for n, a in enumerate(fs)
+    ]:
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise DataValidationError(f"'{name}' must be finite and non-negative.")
+        if np.any(np.abs(arr.sum(axis=axis) - 1.0) > atol):
+            raise DataValidationError(
+                f"'{name}' must sum to one along axis {axis} (each column is a PMF)."
+            )
+    return LatentClassParams(w, fs)
+
+
+def _log(x):
+    with np.errstate(divide="ignore"):
+        return np.log(x)
+
+
+def class_log_joint(codes, weights, factors) -> np.ndarray:
+    """``log lambda_f + sum_{n observed} log A_n(x_n, f)`` for every row, shape (S, F)."""
+    codes = np.asarray(codes)
+    out = np.broadcast_to(_log(np.asarray(weights, dtype=float)), (codes.shape[0], len(weights)))
+    out = np.array(out)
+    for n, a in enumerate(factors):
+        col = codes[:, n]
+        obs = col >= 0
+        out[obs] += _log(np.asarray(a, dtype=float))[col[obs]]
+    return out
+
+
+def log_likelihood_rows(data, weights, factors) -> np.ndarray:
+    """Log-likelihood of the observed entries of every row, shape (S,).
+
+    Parameters
+    ----------
+    data : CategoricalData or array_like of int (S, N)
+        ``-1`` marks missing entries, which are marginalized out.
+    weights : array_like, shape (F,)
+    factors : list of array_like, each (I_n, F)
+
+    Returns
+    -------
+    ndarray, shape (S,)
+        ``log sum_f lambda_f prod_{n observed} A_n(x_n, f)``; 0 for an all-missing row.
+
+    Examples
+    --------
+    >>> w = np.array([0.5, 0.5]); A = [np.array([[0.9, 0.2], [0.1, 0.8]])]
+    >>> np.exp(log_likelihood_rows([[0], [1], [-1]], w, A)).round(3)
+    array([0.55, 0.45, 1.  ])
+    """
+    codes, _ = as_codes(data, [np.shape(a)[0] for a in factors], allow_empty_columns=True)
+    return logsumexp(class_log_joint(codes, weights, factors), axis=1)
+
+
+def posterior_classes(data, weights, factors) -> np.ndarray:
+    """Posterior class probabilities ``Pr(H = f | observed entries of the row)``, (S, F).
+
+    Examples
+    --------
+    >>> w = np.array([0.5, 0.5]); A = [np.array([[0.9, 0.2], [0.1, 0.8]])]
+    >>> posterior_classes([[0]], w, A).round(3)
+    array([[0.818, 0.182]])
+    """
+    codes, _ = as_codes(data, [np.shape(a)[0] for a in factors], allow_empty_columns=True)
+    lj = class_log_joint(codes, weights, factors)
+    return np.exp(lj - logsumexp(lj, axis=1, keepdims=True))
+
+
+def conditional_pmf(data, weights, factors, target: int) -> np.ndarray:
+    """PMF of variable ``target`` given each row's *other* observed entries, (S, I_t).
+
+    The entry of ``target`` itself, if observed, is ignored (it is what is predicted).
+
+    Examples
+    --------
+    >>> w = np.array([0.5, 0.5])
+    >>> A = [np.array([[0.9, 0.2], [0.1, 0.8]]), np.array([[0.7, 0.3], [0.3, 0.7]])]
+    >>> float(conditional_pmf([[0, 1]], w, A, target=1).sum())
+    1.0
+    """
+    codes, _ = as_codes(data, [np.shape(a)[0] for a in factors], allow_empty_columns=True)
+    codes = codes.copy()
+    codes[:, target] = -1
+    post = posterior_classes(codes, weights, factors)
+    p = post @ np.asarray(factors[target], dtype=float).T
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def joint_pmf(weights, factors) -> np.ndarray:
+    """The full joint PMF tensor of shape ``(I_1, ..., I_N)``.
+
+    Raises
+    ------
+    ValueError
+        If the tensor would have more than ``MAX_JOINT_ENTRIES`` entries.
+
+    Examples
+    --------
+    >>> w = np.array([0.5, 0.5]); A = [np.eye(2), np.eye(2)]
+    >>> joint_pmf(w, A)
+    array([[0.5, 0. ],
+           [0. , 0.5]])
+    """
+    shape = tuple(int(np.shape(a)[0]) for a in factors)
+    size = int(np.prod(shape, dtype=np.float64))
+    if size > MAX_JOINT_ENTRIES:
+        raise DataValidationError(
+            f"The joint PMF would have {size:.3g} entries (shape {shape}), more than "
+            f"{MAX_JOINT_ENTRIES}. Use conditional_pmf or log_likelihood_rows for "
+            "queries instead of the full tensor."
+        )
+    t = np.asarray(weights, dtype=float)[None, :]  # (1, F)
+    for a in factors:
+        t = (t[:, None, :] * np.asarray(a, dtype=float)[None, :, :]).reshape(-1, t.shape[1])
+    return t.sum(axis=1).reshape(shape)

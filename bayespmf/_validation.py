@@ -114,8 +114,7 @@ def check_float(
     rng_txt = f" in {lo}{low}, {high}]" if low is not None or high is not None else ""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(
-            f"The '{name}' parameter{where} must be a real number{rng_txt}. "
-            f"Got {value!r}."
+            f"The '{name}' parameter{where} must be a real number{rng_txt}. Got {value!r}."
         )
     value = float(value)
     bad = not np.isfinite(value)

@@ -404,7 +404,10 @@ class CategoricalData:
                 "train_test_split needs the fractions of the parts, e.g. (0.8, 0.2)."
             )
         fr = np.array(
-            [check_float(f, "fractions", low=0.0, high=1.0, low_open=True) for f in fractions]
+            [
+                check_float(f, "fractions", low=0.0, high=1.0, low_open=True)
+                for f in fractions
+            ]
         )
         if abs(fr.sum() - 1.0) > 1e-9:
             raise DataValidationError(
@@ -469,7 +472,7 @@ class CategoricalData:
         eligible = np.zeros_like(mask)
         eligible[:, cols] = mask[:, cols]
         rows, vars_ = np.nonzero(eligible)
-        n_hide = int(round(fraction * rows.size))
+        n_hide = round(fraction * rows.size)
         if n_hide == 0:
             raise DataValidationError(
                 f"'fraction'={fraction} of {rows.size} eligible observed entries hides "

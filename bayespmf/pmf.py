@@ -1,4 +1,4 @@
-"""The latent-class (naive Bayes / low-rank CPD) PMF: parameters and NumPy reference maths.
+r"""The latent-class (naive Bayes / low-rank CPD) PMF: parameters and NumPy reference maths.
 
 The model (Ibrahim & Fu, eq. (3); Chege et al., eq. (1)) is
 
@@ -38,7 +38,7 @@ MAX_JOINT_ENTRIES = 2**26
 
 
 class LatentClassParams(NamedTuple):
-    """Parameters of a latent-class PMF.
+    r"""Parameters of a latent-class PMF.
 
     Attributes
     ----------
@@ -137,7 +137,9 @@ def _log(x):
 def class_log_joint(codes, weights, factors) -> np.ndarray:
     """``log lambda_f + sum_{n observed} log A_n(x_n, f)`` for every row, shape (S, F)."""
     codes = np.asarray(codes)
-    out = np.broadcast_to(_log(np.asarray(weights, dtype=float)), (codes.shape[0], len(weights)))
+    out = np.broadcast_to(
+        _log(np.asarray(weights, dtype=float)), (codes.shape[0], len(weights))
+    )
     out = np.array(out)
     for n, a in enumerate(factors):
         col = codes[:, n]

@@ -1,0 +1,225 @@
+import itertools
+
+import arviz as az
+import numpy as np
+import pytest
+
+from bayespmf import CategoricalData, DataValidationError
+from bayespmf.datasets import make_latent_class
+from bayespmf.estimators import LatentClassPMF
+from bayespmf.models import (
+    align_labels,
+    convergence_summary,
+    initvals_from_params,
+    latent_class_model,
+    posterior_predict_proba,
+    sample,
+)
+from bayespmf.models.latent_class import factor_var_name
+
+
+@pytest.fixture(scope="module")
+def small():
+    data, truth = make_latent_class(
+        120, [3, 2, 4], rank=2, observed_prob=0.7, drop_empty_rows=True, random_state=4
+    )
+    return data, truth
+
+
+def brute_force_loglik(codes, weights, factors):
+    total = 0.0
+    for row in codes:
+        p = 0.0
+        for f in range(len(weights)):
+            term = weights[f]
+            for n, x in enumerate(row):
+                if x >= 0:
+                    term *= factors[n][x, f]
+            p += term
+        total += np.log(p)
+    return total
+
+
+def test_logp_equals_enumeration(small, rng):
+    data, _ = small
+    model = latent_class_model(data, rank=2)
+    w = rng.dirichlet(np.ones(2))
+    factors = [rng.dirichlet(np.ones(k), size=2).T for k in data.n_categories]
+    # evaluate the potential at constrained values through a compiled function
+    fn = model.compile_fn(model["loglik"], inputs=model.free_RVs, on_unused_input="ignore")
+    args = {"weights": w} | {
+        factor_var_name(n): a.T for n, a in zip(data.names, factors, strict=True)
+    }
+    got = fn(args)
+    want = brute_force_loglik(data.codes, w, factors)
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_model_dims_and_coords():
+    data = CategoricalData.from_codes(
+        [[0, 1], [1, -1], [-1, -1]],
+        [2, 3],
+        names=["colour", "size"],
+        categories=[["red", "blue"], ["S", "M", "L"]],
+    )
+    model = latent_class_model(data, rank=3)
+    assert model.named_vars_to_dims["A_size"] == ("class", "size_category")
+    assert list(model.coords["size_category"]) == ["S", "M", "L"]
+    assert len(model.coords["class"]) == 3
+    assert len(model.coords["row"]) == 2  # the all-missing row is dropped
+
+
+def test_model_errors(small):
+    data, _ = small
+    with pytest.raises(ValueError, match="'rank'"):
+        latent_class_model(data, 0)
+    codes = np.array(data.codes)
+    codes[:, 1] = -1
+    with pytest.raises(DataValidationError, match="never observed"):
+        latent_class_model(CategoricalData.from_codes(codes, data.n_categories), 2)
+    with pytest.raises(ValueError, match="factor_prior"):
+        latent_class_model(data, 2, factor_prior=0.0)
+    model = latent_class_model(data, 2)
+    with pytest.raises(DataValidationError, match="rank 2"):
+        initvals_from_params(
+            model, (np.ones(3) / 3, [np.ones((k, 3)) / k for k in [3, 2, 4]])
+        )
+    with pytest.raises(DataValidationError, match=r"factors\[1\]' must have shape"):
+        initvals_from_params(
+            model, (np.ones(2) / 2, [np.ones((k, 2)) / k for k in [3, 3, 4]])
+        )
+    with pytest.raises(DataValidationError, match="'init' must be"):
+        initvals_from_params(model, "nonsense")
+    with pytest.raises(DataValidationError, match="'method'"):
+        sample(model, method="hmc")
+    with pytest.raises(DataValidationError, match="'rank' is required"):
+        sample(data)
+
+
+def fake_idata(truth, perms, noise=0.0, rng=None):
+    """Posterior draws equal to the truth with the classes permuted per draw."""
+    w = truth.weights[perms]
+    if noise:
+        w = w + noise * rng.random(w.shape)
+        w /= w.sum(-1, keepdims=True)
+    post = {"weights": w}
+    names = [f"x{n}" for n in range(len(truth.factors))]
+    for name, a in zip(names, truth.factors, strict=True):
+        at = a.T[perms]  # (chain, draw, F, I)
+        if noise:
+            at = at + noise * rng.random(at.shape)
+            at /= at.sum(-1, keepdims=True)
+        post[factor_var_name(name)] = at
+    dims = {"weights": ["class"]} | {
+        factor_var_name(n): ["class", f"{n}_category"] for n in names
+    }
+    return az.from_dict(posterior=post, dims=dims), names
+
+
+def test_align_undoes_planted_permutation(rng):
+    _, truth = make_latent_class(10, [3, 4, 5], rank=4, random_state=2)
+    perms = np.array([rng.permutation(4) for _ in range(2 * 30)]).reshape(2, 30, 4)
+    idata, names = fake_idata(truth, perms)
+    data = CategoricalData.from_codes(np.zeros((1, 3), dtype=int), [3, 4, 5], names=names)
+    aligned = align_labels(idata, (truth.weights, truth.factors), data)
+    np.testing.assert_array_equal(
+        aligned.posterior["weights"].values, np.broadcast_to(truth.weights, (2, 30, 4))
+    )
+    for name, a in zip(names, truth.factors, strict=True):
+        np.testing.assert_array_equal(
+            aligned.posterior[factor_var_name(name)].values,
+            np.broadcast_to(a.T, (2, 30, 4, a.shape[0])),
+        )
+    # recorded permutation: aligned[f] = raw[perm[f]]
+    rec = aligned.sample_stats["class_permutation"].values
+    raw = idata.posterior["weights"].values
+    np.testing.assert_array_equal(
+        np.take_along_axis(raw, rec, axis=-1), aligned.posterior["weights"].values
+    )
+    assert "unaligned_posterior" in aligned.groups()
+    np.testing.assert_array_equal(aligned.unaligned_posterior["weights"].values, raw)
+    # raw r-hat is bad, aligned r-hat is fine on noisy draws
+    # each chain sits in its own labelling, as samplers do (STACK-NOTES.md)
+    perms = np.stack([np.tile(np.arange(4), (400, 1)), np.tile([2, 3, 0, 1], (400, 1))])
+    noisy, _ = fake_idata(truth, perms, noise=0.01, rng=rng)
+    raw_rhat = convergence_summary(noisy)["table"]["r_hat_max"].min()
+    al = align_labels(noisy, (truth.weights, truth.factors), data)
+    assert raw_rhat > 1.5
+    assert convergence_summary(al)["table"]["r_hat_max"].max() < 1.02
+
+
+def test_posterior_predict_proba(rng):
+    data, truth = make_latent_class(
+        50, [3, 4, 5], rank=2, observed_prob=0.8, random_state=3
+    )
+    perms = np.array([rng.permutation(2) for _ in range(20)]).reshape(2, 10, 2)
+    idata, _ = fake_idata(truth, perms)
+    p = posterior_predict_proba(idata, data, target=1, model_data=data)
+    np.testing.assert_allclose(p.sum(1), 1.0)
+    # every draw is the truth (relabeled): the average equals the point prediction
+    point = LatentClassPMF.from_params(truth.weights, truth.factors).predict_proba(data, 1)
+    np.testing.assert_allclose(p, point, rtol=1e-10)
+    with pytest.raises(DataValidationError, match="Unknown target"):
+        posterior_predict_proba(idata, data, target="nope", model_data=data)
+
+
+@pytest.mark.slow
+def test_nuts_from_point_estimate(small):
+    data, truth = small
+    model = latent_class_model(data, rank=2)
+    # a permuted truth as start: the sampler must start there, not at PyMC's default
+    perm = np.array([1, 0])
+    start = (truth.weights[perm], [a[:, perm] for a in truth.factors])
+    idata = sample(
+        model,
+        init=start,
+        draws=30,
+        tune=0,
+        chains=2,
+        random_seed=1,
+        progressbar=False,
+        align=False,
+    )
+    first = idata.posterior[factor_var_name("x2")].values[:, 0]  # (chain, F, I)
+    for c in range(2):
+        d_start = np.abs(first[c] - start[1][2].T).max()
+        d_other = np.abs(first[c] - truth.factors[2].T).max()
+        assert d_start < d_other
+    idata = sample(
+        model, init=start, draws=100, tune=100, chains=2, random_seed=2, progressbar=False
+    )
+    assert "log_likelihood" in idata.groups()
+    assert idata.log_likelihood["x"].shape == (2, 100, data.n_samples)
+    loo = az.loo(idata)
+    assert np.isfinite(loo.elpd_loo)
+    # after alignment to the start, the posterior mean sits near the (permuted) truth
+    mean_w = idata.posterior["weights"].mean(("chain", "draw")).values
+    np.testing.assert_allclose(mean_w, start[0], atol=0.2)
+
+
+@pytest.mark.slow
+def test_advi_runs(small):
+    data, truth = small
+    idata = sample(
+        data,
+        rank=2,
+        method="advi",
+        init=(truth.weights, truth.factors),
+        draws=50,
+        advi_iterations=500,
+        random_seed=0,
+        progressbar=False,
+    )
+    assert idata.posterior["weights"].shape == (1, 50, 2)
+    assert idata.posterior.attrs["sampling_method"] == "advi"
+
+
+def test_brute_force_helper_consistency():
+    # the reference itself agrees with itertools enumeration of the full joint
+    w = np.array([0.3, 0.7])
+    fs = [np.array([[0.2, 0.6], [0.8, 0.4]]), np.array([[0.5, 0.1], [0.5, 0.9]])]
+    total = sum(
+        np.exp(brute_force_loglik(np.array([[a, b]]), w, fs))
+        for a, b in itertools.product(range(2), range(2))
+    )
+    assert total == pytest.approx(1.0)

@@ -1,0 +1,751 @@
+"""Coupled NMF of pairwise marginals: CNMF-SPA (Alg. 2) and CNMF-OPT (Alg. 1).
+
+Under the latent-class model every pairwise marginal is a coupled nonnegative
+factorization, ``X_jk = A_j diag(lambda) A_k^T`` (Ibrahim & Fu, eq. (5)).
+:func:`cnmf_spa` recovers the factors in closed form from one "virtual NMF" matrix by
+the successive projection algorithm; :func:`cnmf_opt` fits all observed pairs at once
+by KL-divergence mirror descent, usually started from :func:`cnmf_spa`.
+
+References
+----------
+.. [1] S. Ibrahim and X. Fu, "Recovering joint probability of discrete random variables
+   from pairwise marginals," IEEE Trans. Signal Process. 69, 2021.
+.. [2] N. Gillis and S. A. Vavasis, "Fast and robust recursive algorithms for
+   separable nonnegative matrix factorization," IEEE TPAMI 36(4), 2014.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from scipy.optimize import nnls
+from scipy.special import xlogy
+
+from bayespmf._progress import progress_bar
+from bayespmf._validation import (
+    ConvergenceWarning,
+    DataValidationError,
+    check_float,
+    check_int,
+    check_random_state,
+)
+from bayespmf.kernels.simplex import project_simplex
+from bayespmf.kernels.spa import spa
+from bayespmf.marginals import PairwiseMarginals
+from bayespmf.pmf import LatentClassParams, check_params, split_factors, stack_factors
+
+__all__ = ["cnmf_opt", "cnmf_spa", "max_identifiable_rank", "pairwise_misfit"]
+
+#: Floor on the model probabilities inside log(M): keeps the KL objective and its
+#: gradient finite where a model entry underflows (a probability below 1e-300 is 0 to
+#: any data set), far below any entry an empirical marginal can hold.
+PROB_FLOOR = 1e-300
+
+#: Share of the uniform PMF mixed into every column of a CNMF-OPT starting point.
+#: Mirror descent is multiplicative: an exact zero (NNLS in CNMF-SPA makes many) could
+#: never move again, and a tiny entry takes many sweeps to grow. From CNMF-SPA starts on
+#: simulated data 1e-2 needed 1.5-3x fewer sweeps than 1e-6 to the same optimum; it moves
+#: a PMF by at most 2e-2 in l1, well below CNMF-SPA's own error on sampled data.
+INIT_SMOOTHING = 1e-2
+
+#: Armijo sufficient-decrease constant (the usual 1e-4, Nocedal & Wright, Sec. 3.1).
+ARMIJO_C = 1e-4
+#: Step shrink factor per backtrack, and growth after an accepted step (so the step
+#: size of every block tracks its local curvature across sweeps).
+STEP_SHRINK = 0.5
+STEP_GROW = 2.0
+#: Backtracks before a block update is skipped: 0.5**60 ~ 1e-18 relative step, below
+#: which no decrease is representable in float64.
+MAX_BACKTRACK = 60
+#: Starting (and largest) mirror-descent step size. The objective is an average of
+#: KL divergences of PMFs, whose gradient entries are O(1) near a fit; larger steps
+#: were always shrunk back by the line search in our runs.
+INITIAL_STEP = 1.0
+MAX_STEP = 1e6
+
+#: An objective below this is an exact fit: KL ~ |M - X|^2 / 2 per entry, so 1e-24
+#: means the modelled pairwise marginals agree with the data to ~1e-12.
+OBJECTIVE_FLOOR = 1e-24
+
+#: Default number of random splits CNMF-SPA tries besides the contiguous and
+#: interleaved ones (each split is tried in both orientations).
+DEFAULT_N_SPLITS = 4
+
+
+# ---------------------------------------------------------------------------- checks
+def _check_marginals(marginals, owner: str) -> PairwiseMarginals:
+    if not isinstance(marginals, PairwiseMarginals):
+        raise DataValidationError(
+            f"The 'marginals' argument of {owner} must be a PairwiseMarginals (e.g. "
+            "from bayespmf.marginals.pairwise_marginals(data)). Got "
+            f"{type(marginals).__name__}."
+        )
+    if marginals.n_variables < 2:
+        raise DataValidationError(
+            f"{owner} needs at least 2 variables (it factors pairwise marginals); the "
+            f"marginals have {marginals.n_variables}."
+        )
+    if not np.all(np.isfinite(marginals.joint)) or np.any(marginals.joint < 0):
+        raise DataValidationError(
+            f"The pairwise marginals passed to {owner} hold negative, NaN or infinite "
+            "probabilities. Recompute them with pairwise_marginals(data)."
+        )
+    return marginals
+
+
+def _observed(marginals: PairwiseMarginals, min_count: int, owner: str) -> np.ndarray:
+    """Symmetric (N, N) mask of the pairs j != k used, with no diagonal."""
+    min_count = check_int(min_count, "min_count", owner=owner, low=1)
+    obs = marginals.counts >= min_count
+    obs = obs & obs.T
+    np.fill_diagonal(obs, False)
+    if not obs.any():
+        raise DataValidationError(
+            f"No pair of variables is co-observed in at least min_count={min_count} "
+            f"rows, so {owner} has nothing to fit. Lower 'min_count' or collect rows "
+            "that observe several variables."
+        )
+    return obs
+
+
+def max_identifiable_rank(n_categories) -> int:
+    """Largest rank CNMF-SPA can identify: max over splits of ``min(I(S1), I(S2))``.
+
+    Parameters
+    ----------
+    n_categories : sequence of int
+        Alphabet sizes ``I_n``.
+
+    Returns
+    -------
+    int
+        ``max_{S1 u S2 = [N]} min(sum_{n in S1} I_n, sum_{n in S2} I_n)``, the largest
+        inner dimension ``F`` for which the virtual NMF matrix of eq. (3) can have a
+        full-column-rank ``W`` and a separable ``H`` (Ibrahim & Fu, Sec. 3.3 and
+        Theorem 3's ``M > F / I``). Computed exactly by a subset-sum recursion.
+
+    Examples
+    --------
+    >>> max_identifiable_rank([10, 10, 10, 10, 10])
+    20
+    >>> max_identifiable_rank([2, 7])
+    2
+    """
+    n_cat = [int(v) for v in n_categories]
+    total = sum(n_cat)
+    reachable = 1  # bit s set <=> some subset of the alphabets sums to s
+    for size in n_cat:
+        reachable |= reachable << size
+    best = 0
+    for s in range(1, total):
+        if (reachable >> s) & 1 and min(s, total - s) > best:
+            best = min(s, total - s)
+    return best
+
+
+def _check_rank(rank, n_categories, owner: str) -> int:
+    rank = check_int(rank, "rank", owner=owner, low=1)
+    limit = max_identifiable_rank(n_categories)
+    if rank > limit:
+        raise DataValidationError(
+            f"The 'rank' of {owner} is {rank}, but at most {limit} latent classes are "
+            f"identifiable from the pairwise marginals of variables with "
+            f"n_categories={np.asarray(n_categories).tolist()}: CNMF needs a split of "
+            "the variables into S1, S2 with rank <= sum of n_categories over each part "
+            "(Ibrahim & Fu, eq. (3) and Theorem 3), else the factorization of the "
+            f"virtual NMF matrix is not unique. Use rank <= {limit}."
+        )
+    return rank
+
+
+def _check_split(split, n_vars: int, owner: str):
+    msg = (
+        f"The 'split' argument of {owner} must be a pair (S1, S2) of disjoint, "
+        f"non-empty sequences of variable indices in [0, {n_vars})"
+    )
+    try:
+        s1, s2 = split
+        s1 = [int(v) for v in s1]
+        s2 = [int(v) for v in s2]
+    except (TypeError, ValueError) as err:
+        raise DataValidationError(f"{msg}. Got {split!r}.") from err
+    both = s1 + s2
+    if (
+        not s1
+        or not s2
+        or len(set(both)) != len(both)
+        or any(not 0 <= v < n_vars for v in both)
+    ):
+        raise DataValidationError(f"{msg}. Got {split!r}.")
+    return tuple(s1), tuple(s2)
+
+
+# ---------------------------------------------------------------- shared arithmetic
+def _normalize_columns(a: np.ndarray) -> np.ndarray:
+    """Columns to unit sum (Alg. 2, lines 8 and 15); an all-zero column -> uniform."""
+    a = np.maximum(a, 0.0)
+    sums = a.sum(axis=0)
+    out = np.full_like(a, 1.0 / a.shape[0])
+    good = sums > 0
+    out[:, good] = a[:, good] / sums[good]
+    return out
+
+
+def _rows(offsets, variables) -> np.ndarray:
+    return np.concatenate([np.arange(offsets[v], offsets[v + 1]) for v in variables])
+
+
+def _nnls_rows(G: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """``argmin_{B >= 0} ||Y - G B^T||_F``, column by column of ``Y``; (Y cols, F)."""
+    out = np.empty((Y.shape[1], G.shape[1]))
+    for q in range(Y.shape[1]):
+        out[q] = nnls(G, Y[:, q])[0]
+    return out
+
+
+def _pair_weight_matrix(marginals, observed, pair_weighting: str) -> np.ndarray:
+    """(N, N) symmetric pair weights summing to 1 over pairs j < k; 0 off ``observed``."""
+    if pair_weighting == "uniform":
+        w = observed.astype(np.float64)
+    elif pair_weighting == "counts":
+        w = np.where(observed, marginals.counts.astype(np.float64), 0.0)
+    else:
+        raise ValueError(
+            "The 'pair_weighting' argument must be 'uniform' (every observed pair "
+            f"counts the same, as in Ibrahim & Fu eq. (5)) or 'counts'. Got "
+            f"{pair_weighting!r}."
+        )
+    return w / np.triu(w, k=1).sum()
+
+
+def _expand(pair_w: np.ndarray, n_categories) -> np.ndarray:
+    """Expand (N, N) pair weights to the (sum I, sum I) block matrix."""
+    reps = np.asarray(n_categories)
+    return np.repeat(np.repeat(pair_w, reps, axis=0), reps, axis=1)
+
+
+def _model_joint(weights, stacked) -> np.ndarray:
+    return (stacked * weights) @ stacked.T
+
+
+def pairwise_misfit(
+    marginals,
+    params,
+    *,
+    divergence: str = "kl",
+    pair_weighting: str = "uniform",
+    min_count: int = 1,
+) -> float:
+    """Weighted misfit of latent-class parameters to the observed pairwise marginals.
+
+    Parameters
+    ----------
+    marginals : PairwiseMarginals
+    params : LatentClassParams or (weights, factors)
+    divergence : {"kl", "frobenius"}, default "kl"
+        ``D_KL(X_jk, M_jk) = sum X log(X / M)`` (the objective of CNMF-OPT, eq. (6))
+        or ``||X_jk - M_jk||_F^2``, with ``M_jk = A_j diag(lambda) A_k^T``.
+    pair_weighting : {"uniform", "counts"}, default "uniform"
+        Weight of pair ``(j, k)``: equal (the paper's eq. (5)), or proportional to the
+        number of rows co-observing it (then the KL misfit is, up to a constant, minus
+        the pairwise composite log-likelihood per row). Weights sum to one.
+    min_count : int, default 1
+        Pairs co-observed in fewer rows are left out.
+
+    Returns
+    -------
+    float
+        ``sum_{j < k observed} w_jk D(X_jk, M_jk)``.
+
+    Examples
+    --------
+    >>> from bayespmf.marginals import PairwiseMarginals
+    >>> A = [np.array([[0.9, 0.2], [0.1, 0.8]])] * 3
+    >>> m = PairwiseMarginals.from_params([0.5, 0.5], A)
+    >>> abs(pairwise_misfit(m, ([0.5, 0.5], A))) < 1e-12
+    True
+    """
+    m = _check_marginals(marginals, "pairwise_misfit")
+    obs = _observed(m, min_count, "pairwise_misfit")
+    weights, factors = params
+    p = check_params(weights, factors, m.n_categories)
+    wt = _expand(_pair_weight_matrix(m, obs, pair_weighting), m.n_categories) / 2
+    model = _model_joint(p.weights, stack_factors(p.factors))
+    x = m.joint
+    if divergence == "kl":
+        return float(np.sum(wt * (xlogy(x, x) - xlogy(x, np.maximum(model, PROB_FLOOR)))))
+    if divergence == "frobenius":
+        return float(np.sum(wt * (x - model) ** 2))
+    raise ValueError(
+        f"The 'divergence' argument must be 'kl' or 'frobenius'. Got {divergence!r}."
+    )
+
+
+# -------------------------------------------------------------------------- CNMF-SPA
+def _candidate_splits(n_categories, n_splits: int, rng) -> list:
+    """Contiguous halves, interleaved, and random balanced splits, both orientations."""
+    n_cat = np.asarray(n_categories)
+    n_vars = n_cat.size
+
+    def balanced(order):
+        csum = np.cumsum(n_cat[order])
+        cut = int(np.argmin(np.abs(csum[:-1] - csum[-1] / 2))) + 1
+        return tuple(sorted(order[:cut].tolist())), tuple(sorted(order[cut:].tolist()))
+
+    parts = [balanced(np.arange(n_vars))]
+    parts.append((tuple(range(0, n_vars, 2)), tuple(range(1, n_vars, 2))))
+    parts += [balanced(rng.permutation(n_vars)) for _ in range(n_splits)]
+    out, seen = [], set()
+    for s1, s2 in parts:
+        for cand in ((s1, s2), (s2, s1)):
+            if cand not in seen:
+                seen.add(cand)
+                out.append(cand)
+    return out
+
+
+def _prune_split(s1, s2, observed):
+    """Drop variables until every pair (j in S1, k in S2) is observed.
+
+    Greedy: remove the variable with the most unobserved cross pairs (ties: the one on
+    the larger side, then the larger index). The dropped variables are recovered from
+    their observed pairs afterwards (Theorem 2, condition (iv)).
+    """
+    s1, s2, rest = list(s1), list(s2), []
+    while s1 and s2:
+        miss = ~observed[np.ix_(s1, s2)]
+        if not miss.any():
+            break
+        score = [(miss[i].sum(), len(s1), v, 1, i) for i, v in enumerate(s1)]
+        score += [(miss[:, i].sum(), len(s2), v, 2, i) for i, v in enumerate(s2)]
+        *_, side, i = max(score)
+        rest.append((s1 if side == 1 else s2).pop(i))
+    return tuple(s1), tuple(s2), rest
+
+
+def _spa_on_split(joint, offsets, n_cat, rank, s1, s2, observed):
+    """Alg. 2 for one split; returns (weights, stacked factors, detail) or a reason."""
+    outside = [v for v in range(n_cat.size) if v not in s1 and v not in s2]
+    s1, s2, rest = _prune_split(s1, s2, observed)
+    rest = outside + rest
+    i1 = int(n_cat[list(s1)].sum()) if s1 else 0
+    i2 = int(n_cat[list(s2)].sum()) if s2 else 0
+    if rank > min(i1, i2):
+        return (
+            f"split {s1} | {s2}: rank {rank} > min(sum I over S1, sum I over S2) = "
+            f"{min(i1, i2)} after dropping variables {rest} with unobserved cross pairs"
+        )
+    rows, cols = _rows(offsets, s1), _rows(offsets, s2)
+    x = joint[np.ix_(rows, cols)]  # the virtual NMF matrix, eq. (3) / Alg. 2 line 3
+    anchors = spa(x, rank)  # line 4
+    factors = {}
+    local = np.concatenate([[0], np.cumsum(n_cat[list(s1)])])
+    w_hat = x[:, anchors]
+    for i, v in enumerate(s1):  # lines 6-10
+        factors[v] = _normalize_columns(w_hat[local[i] : local[i + 1]])
+    w = np.concatenate([factors[v] for v in s1])  # line 18
+    h = _nnls_rows(w, x)  # line 11: X ~ W H^T with H >= 0
+    local = np.concatenate([[0], np.cumsum(n_cat[list(s2)])])
+    for i, v in enumerate(s2):  # lines 13-17
+        factors[v] = _normalize_columns(h[local[i] : local[i + 1]])
+    hn = np.concatenate([factors[v] for v in s2])  # line 19
+    # Line 20, lambda = (H kr W)^+ vec(X), through the normal equations: the Gram
+    # matrix of the Khatri-Rao product is (W^T W) * (H^T H) (Hadamard) and its product
+    # with vec(X) is diag(W^T X H), so the (I(S1) I(S2), F) product is never formed.
+    gram = (w.T @ w) * (hn.T @ hn)
+    rhs = np.einsum("if,ij,jf->f", w, x, hn)
+    lam = np.linalg.lstsq(gram, rhs, rcond=None)[0]
+    lam = project_simplex(lam)
+    unidentified = []
+    for v in rest:  # Theorem 2 (iv): A_v from its pairs with identified variables
+        known = [r for r in (*s1, *s2) if observed[r, v]]  # r identified above
+        if not known:
+            unidentified.append(v)
+            pmf = joint[offsets[v] : offsets[v + 1], offsets[v] : offsets[v + 1]]
+            factors[v] = _normalize_columns(np.repeat(np.diag(pmf)[:, None], rank, 1))
+            continue
+        g = np.concatenate([factors[r] * lam for r in known])
+        y = joint[np.ix_(_rows(offsets, known), _rows(offsets, [v]))]
+        factors[v] = _normalize_columns(_nnls_rows(g, y))
+    stacked = np.concatenate([factors[v] for v in range(n_cat.size)])
+    detail = {
+        "split": (s1, s2),
+        "dropped": tuple(rest),
+        "unidentified": tuple(unidentified),
+        "anchors": anchors,
+    }
+    return lam, stacked, detail
+
+
+def cnmf_spa(
+    marginals,
+    rank: int,
+    *,
+    split=None,
+    n_splits: int = DEFAULT_N_SPLITS,
+    min_count: int = 1,
+    random_state=None,
+) -> tuple[LatentClassParams, dict]:
+    """Latent-class parameters from pairwise marginals by CNMF-SPA (Alg. 2).
+
+    Parameters
+    ----------
+    marginals : PairwiseMarginals
+        Empirical or population pairwise marginals of N >= 2 variables.
+    rank : int
+        Number of latent classes F, in ``[1, max_identifiable_rank(n_categories)]``.
+    split : (sequence of int, sequence of int), optional
+        The split ``(S1, S2)`` of Alg. 2, line 2 (``S2`` holds the anchor categories,
+        ``S1`` the rows of the virtual matrix). Variables in neither part are recovered
+        from their observed pairs (Theorem 2, condition (iv)). By default the split is
+        chosen from the data, see Notes.
+    n_splits : int, default 4
+        Number of random splits tried besides the contiguous and interleaved ones.
+    min_count : int, default 1
+        A pair co-observed in fewer rows counts as unobserved.
+    random_state : None, int or numpy.random.Generator
+        Seeds the random splits.
+
+    Returns
+    -------
+    params : LatentClassParams
+        ``weights`` (F,) on the simplex and ``factors`` (I_n, F), column-stochastic.
+    info : dict
+        ``split`` (S1, S2) chosen, ``anchors`` (the SPA-selected columns of the
+        virtual matrix), ``dropped`` (variables outside the split used: left out of a
+        given ``split``, or moved out because a cross pair was unobserved; recovered by
+        Theorem 2 (iv)), ``unidentified`` (variables with no observed pair: their
+        columns are their one-way PMF), ``misfit`` (the chosen split's),
+        ``candidates`` (list of ``(split, misfit or reason)`` for every split tried).
+
+    Raises
+    ------
+    DataValidationError
+        ``marginals`` not a PairwiseMarginals, fewer than two variables, no observed
+        pair, ``rank`` above what any split can identify, or no split usable.
+    ValueError
+        ``rank < 1`` or another malformed integer argument.
+
+    Notes
+    -----
+    For a split ``(S1, S2)`` the blocks ``X_jk``, ``j in S1``, ``k in S2``, form the
+    virtual NMF matrix ``X = W diag(lambda) H^T`` with ``W``, ``H`` the stacked factors
+    of ``S1``, ``S2`` (eq. (3)). If ``H`` is separable (each class has a category of an
+    ``S2`` variable that occurs only in that class) SPA on the l1-normalized columns of
+    ``X`` finds one anchor column per class, ``X(:, Lambda) = W Sigma`` (line 4); each
+    ``S1`` block of it, column-normalized, is ``A_j`` (lines 6-10). ``H`` follows by
+    nonnegative least squares ``min_{H >= 0} ||X - W H^T||_F`` (line 11,
+    :func:`scipy.optimize.nnls` per column) and each ``S2`` block, column-normalized,
+    is ``A_k`` (lines 13-17). The prior is the Khatri--Rao least-squares solution
+    ``lambda = (H kr W)^+ vec(X)`` (line 20), solved through its normal equations
+    ``((W^T W) * (H^T H)) lambda = diag(W^T X H)`` and projected onto the simplex.
+    Variables outside ``S1 u S2`` get ``A_j`` by NNLS on their observed pairs
+    ``X_rj = A_r diag(lambda) A_j^T`` (Theorem 2 (iv)).
+
+    The paper fixes ``S1 = {1..M}``. Here, unless ``split`` is given, candidate splits
+    are the contiguous halves (balanced in ``sum I_n``), the even/odd interleaving, and
+    ``n_splits`` random balanced splits, each in both orientations; the one whose
+    parameters best fit *all* observed pairs is kept, by the count-weighted squared
+    Frobenius misfit ``sum_{j<k} n_jk ||X_jk - A_j diag(lambda) A_k^T||_F^2 /
+    sum n_jk`` (:func:`pairwise_misfit` with ``divergence="frobenius",
+    pair_weighting="counts"``). Frobenius rather than KL because the NNLS factors have
+    exact zeros, where KL is infinite for a PMF the data put mass on; counts as weights
+    because a pair seen in more rows is estimated better.
+
+    Examples
+    --------
+    >>> from bayespmf.marginals import PairwiseMarginals
+    >>> A = [np.array([[0.8, 0.0], [0.2, 0.3], [0.0, 0.7]])] * 4
+    >>> m = PairwiseMarginals.from_params([0.4, 0.6], A)
+    >>> params, info = cnmf_spa(m, 2, random_state=0)
+    >>> np.sort(params.weights).round(6)
+    array([0.4, 0.6])
+    """
+    owner = "cnmf_spa"
+    m = _check_marginals(marginals, owner)
+    n_cat = m.n_categories
+    rank = _check_rank(rank, n_cat, owner)
+    n_splits = check_int(n_splits, "n_splits", owner=owner, low=0)
+    observed = _observed(m, min_count, owner)
+    rng = check_random_state(random_state)
+    if split is None:
+        candidates = _candidate_splits(n_cat, n_splits, rng)
+    else:
+        candidates = [_check_split(split, n_cat.size, owner)]
+    pair_w = _pair_weight_matrix(m, observed, "counts")
+    wt = _expand(pair_w, n_cat) / 2
+    joint, offsets = m.joint, m.offsets
+    best, tried = None, []
+    for cand in candidates:
+        out = _spa_on_split(joint, offsets, n_cat, rank, *cand, observed)
+        if isinstance(out, str):
+            tried.append((cand, out))
+            continue
+        lam, stacked, detail = out
+        misfit = float(np.sum(wt * (joint - _model_joint(lam, stacked)) ** 2))
+        tried.append((cand, misfit))
+        if best is None or misfit < best[0]:
+            best = (misfit, lam, stacked, detail)
+    if best is None:
+        reasons = "; ".join(reason for _, reason in tried)
+        raise DataValidationError(
+            f"No split of the variables supports rank {rank} in {owner}: {reasons}. "
+            "Lower 'rank', lower 'min_count', or pass a 'split' whose cross pairs are "
+            "all observed."
+        )
+    misfit, lam, stacked, detail = best
+    params = LatentClassParams(lam, split_factors(stacked, n_cat))
+    info = {**detail, "misfit": misfit, "candidates": tried}
+    return params, info
+
+
+# -------------------------------------------------------------------------- CNMF-OPT
+@functools.cache
+def _compiled_kl():
+    """Compile the coupled KL objective and its gradients once per process.
+
+    Inputs are the stacked factors ``A`` (sum I, F), ``lam`` (F,), the block weight
+    matrix ``wt`` (sum I, sum I), the joint block matrix ``x`` and ``log_x`` (0 where
+    ``x`` is 0). Shapes are free, so one compiled pair of functions serves every
+    problem. The generalized KL ``x log(x / m) - x + m`` is summed term by term: each
+    term is nonnegative and of second order in ``m - x``, so the objective keeps its
+    precision down to ~1e-30 instead of the ~1e-15 left by ``sum x log x - sum x log
+    m``. (The extra ``m - x`` adds a column-constant to the gradient of every block,
+    which exponentiated-gradient steps with renormalization ignore.)
+    """
+    a = pt.dmatrix("A")
+    lam = pt.dvector("lam")
+    wt = pt.dmatrix("wt")
+    x = pt.dmatrix("x")
+    log_x = pt.dmatrix("log_x")
+    model = pt.dot(a * lam[None, :], a.T)
+    log_m = pt.log(pt.maximum(model, PROB_FLOOR))
+    obj = pt.sum(wt * (x * (log_x - log_m) - x + model))
+    g_a, g_lam = pytensor.grad(obj, [a, lam])
+    inputs = [a, lam, wt, x, log_x]
+    value = pytensor.function(inputs, obj, trust_input=True)
+    value_grad = pytensor.function(inputs, [obj, g_a, g_lam], trust_input=True)
+    return value, value_grad
+
+
+def _interior(p: np.ndarray) -> np.ndarray:
+    return (1.0 - INIT_SMOOTHING) * p + INIT_SMOOTHING / p.shape[0]
+
+
+def _check_init(init, marginals, rank, rng, owner):
+    n_cat = marginals.n_categories
+    if init is None or (isinstance(init, str) and init == "random"):
+        factors = [_normalize_columns(rng.uniform(size=(int(i), rank))) for i in n_cat]
+        weights = _normalize_columns(rng.uniform(size=(rank, 1)))[:, 0]
+        return weights, stack_factors(factors)
+    if isinstance(init, str) and init == "cnmf-spa":
+        params, _ = cnmf_spa(marginals, rank, random_state=rng)
+        weights, factors = params
+    elif isinstance(init, str):
+        raise ValueError(
+            f"The 'init' argument of {owner} must be None, 'random', 'cnmf-spa' or a "
+            f"LatentClassParams / (weights, factors) pair. Got {init!r}."
+        )
+    else:
+        try:
+            weights, factors = init
+        except (TypeError, ValueError) as err:
+            raise DataValidationError(
+                f"The 'init' argument of {owner} must be a (weights, factors) pair. "
+                f"Got {type(init).__name__}."
+            ) from err
+    p = check_params(weights, factors, n_cat)
+    if p.weights.size != rank:
+        raise DataValidationError(
+            f"The 'init' of {owner} has {p.weights.size} classes but rank={rank}."
+        )
+    stacked = np.concatenate([_interior(a) for a in p.factors])
+    return _interior(p.weights[:, None])[:, 0], stacked
+
+
+def _eg_block(x, grad, f0, evaluate, step):
+    """One exponentiated-gradient step on the columns of ``x`` with Armijo backtracking.
+
+    Returns ``(x_new, f_new, step_used)``; ``x`` itself when no step decreases ``f``.
+    """
+    shifted = grad - grad.min(axis=0, keepdims=True)  # exp(.) <= 1: no overflow
+    for _ in range(MAX_BACKTRACK):
+        cand = x * np.exp(-step * shifted)
+        cand = np.maximum(cand / cand.sum(axis=0, keepdims=True), PROB_FLOOR)
+        cand /= cand.sum(axis=0, keepdims=True)
+        f_new = evaluate(cand)
+        if f_new <= f0 + ARMIJO_C * np.sum(grad * (cand - x)):
+            return cand, f_new, step
+        step *= STEP_SHRINK
+    return x, f0, step
+
+
+def cnmf_opt(
+    marginals,
+    rank: int,
+    *,
+    init=None,
+    pair_weighting: str = "uniform",
+    min_count: int = 1,
+    max_iter: int = 3000,
+    tol: float = 1e-6,
+    random_state=None,
+    progressbar: bool = False,
+) -> tuple[LatentClassParams, dict]:
+    """Latent-class parameters by coupled KL factorization of pairwise marginals (Alg. 1).
+
+    Parameters
+    ----------
+    marginals : PairwiseMarginals
+        Empirical or population pairwise marginals of N >= 2 variables.
+    rank : int
+        Number of latent classes F, in ``[1, max_identifiable_rank(n_categories)]``.
+    init : None, "random", "cnmf-spa", LatentClassParams or (weights, factors)
+        Starting point. ``None``/"random": columns drawn uniformly from
+        ``random_state`` and normalized; "cnmf-spa": :func:`cnmf_spa`. A CNMF-SPA or
+        given start is mixed with ``INIT_SMOOTHING`` of the uniform PMF (multiplicative
+        updates cannot leave an exact zero). Not modified.
+    pair_weighting : {"uniform", "counts"}, default "uniform"
+        Weight of each observed pair in the objective: equal, as in eq. (5)-(6) of the
+        paper, or proportional to its co-observation count. Weights sum to one.
+    min_count : int, default 1
+        A pair co-observed in fewer rows is left out of the objective.
+    max_iter : int, default 3000
+        Maximum number of sweeps (one sweep updates A_1, ..., A_N, then lambda). From
+        CNMF-SPA starts on simulated data (N = 5-8, I = 5-10, F = 3-5, 5e3-1e5 rows,
+        half missing) 150-1500 sweeps (0.1-1.5 s) met ``tol=1e-6``.
+    tol : float, default 1e-6
+        Stop when a sweep lowers the objective by less than ``tol`` times its value
+        (the paper stops at a relative change of 1e-5; 1e-6 is a little stricter
+        because the closing steps of mirror descent are small), or when the objective
+        falls below ``OBJECTIVE_FLOOR`` (an exact fit).
+    random_state : None, int or numpy.random.Generator
+        Seeds the random start (and CNMF-SPA's random splits).
+    progressbar : bool, default False
+        Show a progress bar over sweeps.
+
+    Returns
+    -------
+    params : LatentClassParams
+    info : dict
+        ``n_iter`` (sweeps run), ``objective`` (ndarray: the objective at the start and
+        after every sweep, non-increasing), ``converged`` (bool).
+
+    Raises
+    ------
+    DataValidationError
+        ``marginals`` not a PairwiseMarginals, no observed pair, ``rank`` above what
+        the pairwise marginals identify, or a malformed ``init``.
+    ValueError
+        Malformed ``rank``, ``max_iter``, ``tol``, ``init`` or ``pair_weighting``.
+
+    Warns
+    -----
+    ConvergenceWarning
+        If ``max_iter`` sweeps end before the stopping rule holds.
+
+    Notes
+    -----
+    Minimizes ``sum_{(j,k) in Omega, j<k} w_jk D_KL(X_jk, A_j diag(lambda) A_k^T)``
+    over column-stochastic ``A_n`` and ``lambda`` on the simplex (problems (5)-(6)),
+    block-cyclically over ``A_1, ..., A_N, lambda`` (Alg. 1, lines 4-7). Each block
+    takes one mirror-descent step with the entropy mirror map (exponentiated
+    gradient): ``A_n <- A_n * exp(-eta G_n)``, columns renormalized. ``eta`` comes from
+    Armijo backtracking, ``f(new) <= f(old) + c <G, new - old>``, starting from twice
+    the block's last accepted step, so every sweep is monotone.
+
+    A zero objective does not by itself mean the true parameters: near strictly
+    positive factors, ``A_n -> A_n (I + E)`` with ``1^T E = 0`` and
+    ``E diag(lambda) + diag(lambda) E^T`` diagonal keeps every ``X_jk``, a family of
+    ``F (F - 1) / 2`` dimensions (checked numerically: the Jacobian of the pairwise
+    marginals has exactly that many zero singular values). Identifiability comes from
+    the nonnegativity boundary (sufficiently scattered factors, Theorem 2), so recovery
+    is judged on factors with zeros or from a good start such as CNMF-SPA.
+
+    The objective and its gradient are one compiled PyTensor graph over the whole
+    problem: with the stacked factors ``A`` (sum I, F) the model of every pair at once
+    is the block matrix ``A diag(lambda) A^T``, compared with the joint block matrix
+    under a block mask that keeps the observed off-diagonal blocks (the diagonal blocks
+    ``diag(p_j)`` are not pairwise marginals). The graph is compiled once per process;
+    the loop runs in Python.
+
+    Examples
+    --------
+    >>> from bayespmf.marginals import PairwiseMarginals
+    >>> A = [np.array([[0.7, 0.1], [0.2, 0.3], [0.1, 0.6]])] * 4
+    >>> m = PairwiseMarginals.from_params([0.4, 0.6], A)
+    >>> params, info = cnmf_opt(m, 2, init="cnmf-spa", random_state=0)
+    >>> bool(info["objective"][-1] <= info["objective"][0])
+    True
+    """
+    owner = "cnmf_opt"
+    m = _check_marginals(marginals, owner)
+    n_cat = m.n_categories
+    rank = _check_rank(rank, n_cat, owner)
+    max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
+    tol = check_float(tol, "tol", owner=owner, low=0.0)
+    observed = _observed(m, min_count, owner)
+    wt = _expand(_pair_weight_matrix(m, observed, pair_weighting), n_cat) / 2
+    rng = check_random_state(random_state)
+    lam, a = _check_init(init, m, rank, rng, owner)
+
+    x = np.ascontiguousarray(m.joint, dtype=np.float64)
+    wt = np.ascontiguousarray(wt)
+    log_x = np.log(x, out=np.zeros_like(x), where=x > 0)
+    data = (wt, x, log_x)
+    value, value_grad = _compiled_kl()
+    offsets = m.offsets
+    blocks = [slice(int(offsets[n]), int(offsets[n + 1])) for n in range(n_cat.size)]
+    steps = np.full(len(blocks) + 1, INITIAL_STEP)
+
+    a = np.ascontiguousarray(a)
+    lam = np.ascontiguousarray(lam)
+    f = float(value(a, lam, *data))
+    trace = [f]
+    converged = False
+    n_iter = 0
+    with progress_bar(max_iter, "CNMF-OPT", enabled=bool(progressbar)) as bar:
+        while n_iter < max_iter:
+            n_iter += 1
+            f_start = f
+            for b, blk in enumerate(blocks):  # Alg. 1, lines 4-6
+                _, g_a, _ = value_grad(a, lam, *data)
+
+                def eval_block(cand, blk=blk):
+                    trial = a.copy()
+                    trial[blk] = cand
+                    return float(value(trial, lam, *data))
+
+                new, f, used = _eg_block(a[blk], g_a[blk], f, eval_block, steps[b])
+                a[blk] = new
+                steps[b] = min(used * STEP_GROW, MAX_STEP)
+            _, _, g_lam = value_grad(a, lam, *data)  # line 7
+
+            def eval_lam(cand):
+                return float(value(a, np.ascontiguousarray(cand[:, 0]), *data))
+
+            new, f, used = _eg_block(lam[:, None], g_lam[:, None], f, eval_lam, steps[-1])
+            lam = np.ascontiguousarray(new[:, 0])
+            steps[-1] = min(used * STEP_GROW, MAX_STEP)
+            trace.append(f)
+            bar.update()
+            bar.set_postfix(objective=f)
+            if f_start - f <= tol * abs(f_start) or f <= OBJECTIVE_FLOOR:
+                converged = True
+                break
+    if not converged:
+        warnings.warn(
+            f"{owner} stopped after max_iter={max_iter} sweeps without meeting "
+            f"tol={tol} (last relative decrease "
+            f"{(trace[-2] - trace[-1]) / max(abs(trace[-2]), PROB_FLOOR):.2e}). "
+            "Increase 'max_iter', loosen 'tol', or start from init='cnmf-spa'.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    params = LatentClassParams(lam.copy(), split_factors(a, n_cat))
+    info = {"n_iter": n_iter, "objective": np.asarray(trace), "converged": converged}
+    return params, info

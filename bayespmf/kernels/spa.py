@@ -1,0 +1,222 @@
+"""Successive projection algorithm (SPA) for separable NMF, compiled and NumPy versions.
+
+SPA (Gillis & Vavasis 2014; Araújo et al. 2001) picks ``rank`` columns of a
+nonnegative matrix ``X = W H^T`` whose right factor ``H`` is separable (some rows of
+``H`` are scaled unit vectors): those columns are scaled copies of the columns of ``W``.
+It is the Gram--Schmidt-like step of CNMF-SPA (Ibrahim & Fu, Alg. 2, line 4).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+
+from bayespmf._validation import DataValidationError, check_int
+
+__all__ = ["normalize_columns_l1", "spa", "spa_numpy"]
+
+
+def normalize_columns_l1(X) -> np.ndarray:
+    """Scale every column of ``X`` to unit l1 norm; all-zero columns stay zero.
+
+    This is SPA's preprocessing in Ibrahim & Fu (App. B, step 1): for
+    ``X = W H^T >= 0`` the normalized matrix is ``W_bar H_bar^T`` with every row of
+    ``H_bar`` summing to one, so its columns lie in the convex hull of the columns of
+    ``W_bar`` and the vertices are the columns of largest norm.
+
+    Parameters
+    ----------
+    X : array_like, shape (m, n)
+
+    Returns
+    -------
+    ndarray, shape (m, n)
+        A new float64 array.
+
+    Examples
+    --------
+    >>> normalize_columns_l1(np.array([[1.0, 0.0], [3.0, 0.0]]))
+    array([[0.25, 0.  ],
+           [0.75, 0.  ]])
+    """
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.abs(X).sum(axis=0)
+    safe = np.where(norms > 0, norms, 1.0)
+    return X / safe
+
+
+def _check_spa_args(X, rank) -> tuple[np.ndarray, int]:
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.size == 0:
+        raise DataValidationError(
+            f"'X' must be a non-empty 2-D array (m, n); got shape {X.shape}."
+        )
+    if not np.all(np.isfinite(X)):
+        raise DataValidationError("'X' contains NaN or infinite values.")
+    rank = check_int(rank, "rank", owner="spa", low=1, high=X.shape[1])
+    return X, rank
+
+
+#: Columns whose residual norm is within this relative distance of the largest count as
+#: tied; the tie goes to the column of largest original norm (Gillis & Vavasis's
+#: FastSepNMF rule), which makes the choice stable under rounding.
+TIE_RTOL = 1e-6
+
+
+def spa_numpy(X, rank: int, *, normalize: bool = True) -> np.ndarray:
+    """NumPy reference implementation of :func:`spa` (same algorithm, same ties).
+
+    Parameters
+    ----------
+    X : array_like, shape (m, n)
+    rank : int
+        Number of columns to select, in ``[1, n]``.
+    normalize : bool, default True
+        Scale columns to unit l1 norm first (:func:`normalize_columns_l1`).
+
+    Returns
+    -------
+    ndarray of int64, shape (rank,)
+        Indices of the selected columns, in the order they were picked.
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5]])
+    >>> spa_numpy(X, 2)
+    array([0, 1])
+    """
+    X, rank = _check_spa_args(X, rank)
+    M = normalize_columns_l1(X) if normalize else X
+    norm0 = np.einsum("ij,ij->j", M, M)
+    resid = norm0.copy()
+    U = np.zeros((M.shape[0], rank))
+    picked = np.empty(rank, dtype=np.int64)
+    for step in range(rank):
+        top = resid.max()
+        tied = (top - resid) <= TIE_RTOL * abs(top)
+        j = int(np.argmax(np.where(tied, norm0, -np.inf)))
+        picked[step] = j
+        u = M[:, j].copy()
+        for _ in range(2):  # Gram-Schmidt twice: orthogonal to working precision
+            u -= U @ (U.T @ u)
+        nu = np.linalg.norm(u)
+        u = u / nu if nu > 0 else u
+        U[:, step] = u
+        resid -= (u @ M) ** 2
+        resid[j] = -np.inf
+    return picked
+
+
+def _spa_step(M, norm0, resid, U, step):
+    """One SPA step as a graph: pick, orthonormalize, downdate residual norms."""
+    top = pt.max(resid)
+    tied = pt.le(top - resid, TIE_RTOL * pt.abs(top))
+    j = pt.argmax(pt.switch(tied, norm0, -np.inf))
+    u = M[:, j]
+    for _ in range(2):
+        u = u - pt.dot(U, pt.dot(u, U))
+    nu = pt.sqrt(pt.sum(u**2))
+    u = u / pt.switch(pt.gt(nu, 0.0), nu, 1.0)
+    U = pt.set_subtensor(U[:, step], u)
+    resid = resid - pt.dot(u, M) ** 2
+    resid = pt.set_subtensor(resid[j], -np.inf)
+    return resid, U, j
+
+
+@functools.cache
+def _compiled_spa():
+    """Compile SPA once: a ``scan`` over a symbolic number of steps.
+
+    The C backend does not specialize on shapes and the number of steps is an input, so
+    one compiled function serves every ``X`` and ``rank`` (about 1 s to compile with a
+    warm PyTensor cache). An unrolled graph per ``rank`` ran 10--30 % faster but took
+    2--7 s to compile for each new ``rank``.
+    """
+    M = pt.dmatrix("M")
+    n_steps = pt.iscalar("n_steps")
+    norm0 = pt.sum(M**2, axis=0)
+    U0 = pt.zeros((M.shape[0], n_steps), dtype="float64")
+
+    def body(step, resid, U):
+        return _spa_step(M, norm0, resid, U, step)
+
+    _, _, picked = pytensor.scan(
+        body,
+        sequences=[pt.arange(n_steps)],
+        outputs_info=[norm0, U0, None],
+        return_updates=False,
+    )
+    return pytensor.function([M, n_steps], picked.astype("int64"))
+
+
+def spa(X, rank: int, *, normalize: bool = True) -> np.ndarray:
+    """Select the ``rank`` vertex columns of ``X`` by the successive projection algorithm.
+
+    Parameters
+    ----------
+    X : array_like, shape (m, n)
+        Nonnegative data, ideally ``X = W H^T`` with ``W`` of full column rank and ``H``
+        (approximately) separable.
+    rank : int
+        Number of columns to select, in ``[1, n]``.
+    normalize : bool, default True
+        Scale every column to unit l1 norm before selecting (the noise-robust
+        preprocessing of Ibrahim & Fu, App. B, step 1). Without it SPA picks the columns
+        of largest Euclidean norm, which is right only when the rows of ``H`` already sum
+        to one.
+
+    Returns
+    -------
+    ndarray of int64, shape (rank,)
+        Indices of the selected columns, in the order they were picked.
+
+    Raises
+    ------
+    DataValidationError
+        If ``X`` is not a finite 2-D array.
+    ValueError
+        If ``rank`` is not an int in ``[1, n]``.
+
+    Notes
+    -----
+    With ``M`` the (normalized) data and ``R_0 = M``, step ``k = 1..rank`` picks
+    ``j_k = argmax_j ||R_{k-1}(:, j)||_2`` and projects every column onto the orthogonal
+    complement of the picked one (Gillis & Vavasis 2014, Alg. 1). The residual is never
+    formed: with ``U`` the orthonormal basis of the picked columns (Gram--Schmidt, done
+    twice), ``||R_k(:, j)||^2 = ||R_{k-1}(:, j)||^2 - (u_k^T M(:, j))^2``, one
+    matrix-vector product per step, as in Gillis's FastSepNMF. Under separability
+    ``X(:, Lambda) = W Sigma`` (Ibrahim & Fu, Def. 1 and Sec. 4.2) and the selection is
+    robust to noise of order ``sigma_min(W) / kappa(W)^2`` (their Lemma 4).
+
+    Columns within ``TIE_RTOL`` (relative) of the largest residual are tied and the one
+    of largest original norm wins, then the lowest index. A picked column is never
+    picked again, so the indices are distinct even when ``rank`` exceeds the rank of
+    ``X`` (the extra picks are then arbitrary, not vertices).
+
+    The compiled PyTensor graph (one ``scan``, compiled once per process and cached) is
+    the default; :func:`spa_numpy` is the reference it is tested against. Measured on the
+    project's 2-core machine (best of 7, ms per call, NumPy / compiled): 100x100, rank
+    10: 0.15 / 0.31; 300x300, 10: 0.38 / 0.50; 1000x1000, 10: 4.5 / 2.8; 1000x1000, 30:
+    17.8 / 8.1; 200x1000, 20: 1.25 / 1.56. Both are far below the cost of forming the
+    CNMF virtual matrix, so the graph is the default: it keeps the kernel composable
+    with the other PyTensor kernels and is faster on the larger inputs.
+
+    References
+    ----------
+    N. Gillis and S. A. Vavasis, "Fast and robust recursive algorithms for separable
+    nonnegative matrix factorization," IEEE TPAMI 36(4), 2014.
+    S. Ibrahim and X. Fu, "Recovering joint probability of discrete random variables
+    from pairwise marginals," IEEE TSP, 2021.
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5]])
+    >>> spa(X, 2)
+    array([0, 1])
+    """
+    X, rank = _check_spa_args(X, rank)
+    R = normalize_columns_l1(X) if normalize else X
+    return np.asarray(_compiled_spa()(R, np.int32(rank)), dtype=np.int64)

@@ -1,0 +1,375 @@
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+from bayespmf import ConvergenceWarning, DataValidationError
+from bayespmf.kernels.cnmf import (
+    cnmf_opt,
+    cnmf_spa,
+    max_identifiable_rank,
+    pairwise_misfit,
+)
+from bayespmf.marginals import PairwiseMarginals, pairwise_marginals
+from bayespmf.pmf import joint_pmf, offsets_of
+
+
+# --------------------------------------------------------------------------- helpers
+def _norm(a):
+    return a / a.sum(axis=0)
+
+
+def _separable_factors(n_vars, n_cat, rank, rng):
+    """Factors whose first ``rank`` rows are scaled unit vectors (each variable)."""
+    factors = []
+    for _ in range(n_vars):
+        a = rng.uniform(size=(n_cat, rank))
+        a[:rank] = np.diag(rng.uniform(0.5, 1.5, size=rank))
+        factors.append(_norm(a))
+    return factors
+
+
+def _match(truth_w, truth_a, est):
+    """Max abs errors of weights and factors after Hungarian matching of classes."""
+    s, s_hat = np.concatenate(truth_a), np.concatenate(est.factors)
+    cost = ((s[:, :, None] - s_hat[:, None, :]) ** 2).sum(axis=0)
+    r, c = linear_sum_assignment(cost)
+    return (
+        np.abs(np.asarray(truth_w)[r] - est.weights[c]).max(),
+        np.abs(s[:, r] - s_hat[:, c]).max(),
+    )
+
+
+def _mre(weights, factors, est):
+    truth = joint_pmf(weights, factors)
+    return np.abs(truth - joint_pmf(est.weights, est.factors)).sum() / truth.sum()
+
+
+def _sample(weights, factors, n_rows, p_obs, rng):
+    z = rng.choice(len(weights), size=n_rows, p=weights)
+    cols = []
+    for a in factors:
+        cdf = np.cumsum(a[:, z].T, axis=1)
+        cols.append((rng.random(n_rows)[:, None] > cdf).sum(axis=1))
+    codes = np.column_stack(cols)
+    codes[rng.random(codes.shape) > p_obs] = -1
+    return codes
+
+
+def _drop_pair(marginals, j, k):
+    """The same marginals with pair (j, k) never co-observed."""
+    off = marginals.offsets
+    joint = np.array(marginals.joint)
+    counts = np.array(marginals.counts)
+    joint[off[j] : off[j + 1], off[k] : off[k + 1]] = 0.0
+    joint[off[k] : off[k + 1], off[j] : off[j + 1]] = 0.0
+    counts[j, k] = counts[k, j] = 0
+    return PairwiseMarginals(
+        marginals.n_categories, off, joint, counts, marginals.n_samples
+    )
+
+
+@pytest.fixture(scope="module")
+def separable_case():
+    rng = np.random.default_rng(7)
+    weights = np.array([0.2, 0.3, 0.5])
+    factors = _separable_factors(6, 4, 3, rng)
+    return weights, factors, PairwiseMarginals.from_params(weights, factors)
+
+
+@pytest.fixture(scope="module")
+def sampled_case():
+    rng = np.random.default_rng(11)
+    weights = np.array([0.3, 0.3, 0.4])
+    factors = [_norm(rng.uniform(size=(5, 3))) for _ in range(5)]
+    codes = _sample(weights, factors, 5000, 0.7, rng)
+    return weights, factors, pairwise_marginals(codes, n_categories=[5] * 5)
+
+
+# -------------------------------------------------------------------------- CNMF-SPA
+def test_spa_recovers_separable_truth_exactly(separable_case):
+    weights, factors, m = separable_case
+    est, info = cnmf_spa(m, 3, random_state=0)
+    err_w, err_a = _match(weights, factors, est)
+    assert err_w < 1e-8
+    assert err_a < 1e-8
+    assert info["misfit"] < 1e-20
+    assert info["dropped"] == () and info["unidentified"] == ()
+    assert info["misfit"] == min(v for _, v in info["candidates"] if isinstance(v, float))
+    assert np.isclose(est.weights.sum(), 1.0)
+    for a in est.factors:
+        np.testing.assert_allclose(a.sum(axis=0), 1.0)
+        assert np.all(a >= 0)
+
+
+def test_spa_given_split_recovers_left_out_variables(separable_case):
+    # Variables 2 and 3 are in neither part: Theorem 2 (iv) recovers them by NNLS.
+    weights, factors, m = separable_case
+    est, info = cnmf_spa(m, 3, split=([0, 1], [4, 5]))
+    assert info["split"] == ((0, 1), (4, 5))
+    assert info["dropped"] == (2, 3)
+    err_w, err_a = _match(weights, factors, est)
+    assert max(err_w, err_a) < 1e-8
+
+
+def test_spa_unobserved_cross_pair(separable_case):
+    weights, factors, m = separable_case
+    m2 = _drop_pair(m, 0, 5)
+    est, info = cnmf_spa(m2, 3, random_state=0)
+    err_w, err_a = _match(weights, factors, est)
+    assert max(err_w, err_a) < 1e-8
+    s1, s2 = info["split"]
+    assert not ((0 in s1 and 5 in s2) or (5 in s1 and 0 in s2))  # never across
+
+
+def test_spa_variable_with_no_pairs_gets_one_way_pmf(separable_case):
+    weights, factors, m = separable_case
+    m2 = m
+    for k in range(1, 6):
+        m2 = _drop_pair(m2, 0, k)
+    est, info = cnmf_spa(m2, 3, random_state=0)
+    assert info["unidentified"] == (0,)
+    np.testing.assert_allclose(est.factors[0], np.repeat(m.one_way(0)[:, None], 3, 1))
+    err_w, err_a = _match(weights, factors[1:], est._replace(factors=est.factors[1:]))
+    assert max(err_w, err_a) < 1e-8
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_spa_reasonable_on_random_factors(seed):
+    # Ordinary (non-separable) factors: no exact recovery, but the joint PMF must be
+    # far closer than the independence model's.
+    rng = np.random.default_rng(seed)
+    weights = np.array([0.5, 0.5])
+    factors = [_norm(rng.uniform(size=(6, 2))) for _ in range(6)]
+    m = PairwiseMarginals.from_params(weights, factors)
+    est, _ = cnmf_spa(m, 2, random_state=0)
+    independent = joint_pmf([1.0], [m.one_way(n)[:, None] for n in range(6)])
+    truth = joint_pmf(weights, factors)
+    mre_indep = np.abs(truth - independent).sum() / truth.sum()
+    mre = _mre(weights, factors, est)
+    assert mre < 0.1
+    assert mre < 0.5 * mre_indep
+
+
+def test_spa_empirical_marginals_close(sampled_case):
+    weights, factors, m = sampled_case
+    est, info = cnmf_spa(m, 3, random_state=0)
+    assert np.isfinite(info["misfit"])
+    assert _mre(weights, factors, est) < 0.6
+
+
+def test_spa_deterministic_and_inputs_untouched(separable_case):
+    _, _, m = separable_case
+    joint = m.joint.copy()
+    a, ia = cnmf_spa(m, 2, random_state=3)
+    b, ib = cnmf_spa(m, 2, random_state=3)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    for fa, fb in zip(a.factors, b.factors, strict=True):
+        np.testing.assert_array_equal(fa, fb)
+    assert ia["candidates"] == ib["candidates"]
+    np.testing.assert_array_equal(m.joint, joint)
+
+
+def test_spa_errors(separable_case):
+    _, _, m = separable_case
+    with pytest.raises(ValueError, match=r"'rank' parameter of cnmf_spa must be an int"):
+        cnmf_spa(m, 0)
+    with pytest.raises(DataValidationError, match=r"at most 12 latent classes"):
+        cnmf_spa(m, 13)
+    with pytest.raises(DataValidationError, match="must be a PairwiseMarginals"):
+        cnmf_spa(np.eye(4), 2)
+    with pytest.raises(DataValidationError, match="'split' argument of cnmf_spa"):
+        cnmf_spa(m, 2, split=([0, 1], [1, 2]))
+    with pytest.raises(DataValidationError, match="'split' argument of cnmf_spa"):
+        cnmf_spa(m, 2, split=[0, 1, 2])
+    with pytest.raises(DataValidationError, match="No split of the variables supports"):
+        cnmf_spa(m, 5, split=([0], [1, 2, 3]))
+    one = PairwiseMarginals.from_params([1.0], [np.full((3, 1), 1 / 3)])
+    with pytest.raises(DataValidationError, match="at least 2 variables"):
+        cnmf_spa(one, 1)
+    lonely = m
+    for j, k in itertools.combinations(range(6), 2):
+        lonely = _drop_pair(lonely, j, k)
+    with pytest.raises(DataValidationError, match="No pair of variables is co-observed"):
+        cnmf_spa(lonely, 2)
+
+
+def test_max_identifiable_rank_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        n_cat = rng.integers(2, 9, size=rng.integers(2, 7)).tolist()
+        total = sum(n_cat)
+        best = max(
+            min(s, total - s)
+            for r in range(1, len(n_cat))
+            for sub in itertools.combinations(n_cat, r)
+            for s in [sum(sub)]
+        )
+        assert max_identifiable_rank(n_cat) == best
+
+
+def test_pairwise_misfit_matches_loop(sampled_case):
+    _, _, m = sampled_case
+    rng = np.random.default_rng(2)
+    w = _norm(rng.uniform(size=(3, 1)))[:, 0]
+    fs = [_norm(rng.uniform(size=(5, 3))) for _ in range(5)]
+    kl, fro, cnt = [], [], []
+    for j, k in m.observed_pairs():
+        x = m.pair(j, k)
+        model = fs[j] @ np.diag(w) @ fs[k].T
+        kl.append(np.sum(x * np.log(x / model)))
+        fro.append(np.sum((x - model) ** 2))
+        cnt.append(m.counts[j, k])
+    assert np.isclose(pairwise_misfit(m, (w, fs)), np.mean(kl))
+    assert np.isclose(
+        pairwise_misfit(m, (w, fs), divergence="frobenius", pair_weighting="counts"),
+        np.average(fro, weights=cnt),
+    )
+    with pytest.raises(ValueError, match="'divergence' argument must be"):
+        pairwise_misfit(m, (w, fs), divergence="l1")
+    with pytest.raises(ValueError, match="'pair_weighting' argument must be"):
+        pairwise_misfit(m, (w, fs), pair_weighting="rows")
+
+
+# -------------------------------------------------------------------------- CNMF-OPT
+def test_opt_monotone_and_objective_matches_numpy(sampled_case):
+    _, _, m = sampled_case
+    est, info = cnmf_opt(m, 3, random_state=0, tol=1e-5)
+    obj = info["objective"]
+    assert info["converged"]
+    assert len(obj) == info["n_iter"] + 1
+    assert np.all(np.diff(obj) <= 1e-15)
+    assert obj[-1] < 0.5 * obj[0]
+    assert np.isclose(obj[-1], pairwise_misfit(m, est), rtol=1e-8, atol=1e-14)
+    assert np.isclose(est.weights.sum(), 1.0)
+    for a in est.factors:
+        np.testing.assert_allclose(a.sum(axis=0), 1.0)
+
+
+def test_opt_recovers_truth_from_nearby_start(separable_case):
+    weights, factors, m = separable_case
+    rng = np.random.default_rng(5)
+    start_a = [_norm(0.9 * a + 0.1 * rng.uniform(size=a.shape)) for a in factors]
+    start_w = _norm(weights[:, None] + 0.05 * rng.uniform(size=(3, 1)))[:, 0]
+    init = (start_w, start_a)
+    saved = [start_w.copy()] + [a.copy() for a in start_a]
+    est, info = cnmf_opt(m, 3, init=init, max_iter=2000)
+    assert info["converged"]
+    err_w, err_a = _match(weights, factors, est)
+    assert max(err_w, err_a) < 1e-6
+    for before, after in zip(saved, [start_w, *start_a], strict=True):
+        np.testing.assert_array_equal(before, after)  # init not mutated
+
+
+def test_opt_from_spa_improves_fit(sampled_case):
+    weights, factors, m = sampled_case
+    spa_est, _ = cnmf_spa(m, 3, random_state=0)
+    est, info = cnmf_opt(m, 3, init=spa_est, max_iter=3000)
+    assert info["converged"]
+    assert pairwise_misfit(m, est) < 0.5 * pairwise_misfit(m, spa_est)
+    assert info["objective"][-1] <= info["objective"][0]
+    assert _mre(weights, factors, est) < _mre(weights, factors, spa_est)
+    # init="cnmf-spa" runs the same CNMF-SPA inside.
+    _, info2 = cnmf_opt(m, 3, init="cnmf-spa", max_iter=3000, random_state=0)
+    np.testing.assert_allclose(info2["objective"], info["objective"], rtol=1e-6)
+
+
+def test_compiled_gradient_matches_finite_differences(sampled_case):
+    from bayespmf.kernels.cnmf import _compiled_kl, _expand, _pair_weight_matrix
+
+    _, _, m = sampled_case
+    rng = np.random.default_rng(0)
+    a = np.concatenate([_norm(rng.uniform(size=(5, 3))) for _ in range(5)])
+    lam = _norm(rng.uniform(size=(3, 1)))[:, 0]
+    obs = m.counts > 0
+    np.fill_diagonal(obs, False)
+    wt = _expand(_pair_weight_matrix(m, obs, "uniform"), m.n_categories) / 2
+    x = np.array(m.joint)
+    log_x = np.log(x, out=np.zeros_like(x), where=x > 0)
+    value, value_grad = _compiled_kl()
+    f, g_a, g_lam = value_grad(a, lam, wt, x, log_x)
+    assert np.isclose(f, value(a, lam, wt, x, log_x))
+    eps = 1e-6
+    for i, f_ in [(0, 0), (7, 2), (24, 1)]:
+        d = np.zeros_like(a)
+        d[i, f_] = eps
+        fd = (value(a + d, lam, wt, x, log_x) - value(a - d, lam, wt, x, log_x)) / 2 / eps
+        assert np.isclose(g_a[i, f_], fd, rtol=1e-5)
+    for f_ in range(3):
+        d = np.zeros(3)
+        d[f_] = eps
+        fd = (value(a, lam + d, wt, x, log_x) - value(a, lam - d, wt, x, log_x)) / 2 / eps
+        assert np.isclose(g_lam[f_], fd, rtol=1e-5)
+
+
+def test_opt_progressbar_runs(separable_case):
+    _, _, m = separable_case
+    _, info = cnmf_opt(m, 3, init="cnmf-spa", progressbar=True, random_state=0)
+    assert info["converged"]
+
+
+def test_opt_counts_weighting(sampled_case):
+    _, _, m = sampled_case
+    est, info = cnmf_opt(m, 3, pair_weighting="counts", tol=1e-4, random_state=0)
+    assert np.isclose(
+        info["objective"][-1], pairwise_misfit(m, est, pair_weighting="counts")
+    )
+
+
+def test_opt_deterministic(sampled_case):
+    _, _, m = sampled_case
+    a, ia = cnmf_opt(m, 2, random_state=4, max_iter=30, tol=1e-2)
+    b, ib = cnmf_opt(m, 2, random_state=4, max_iter=30, tol=1e-2)
+    np.testing.assert_array_equal(ia["objective"], ib["objective"])
+    np.testing.assert_array_equal(a.weights, b.weights)
+    c, _ = cnmf_opt(m, 2, random_state=5, max_iter=30, tol=1e-2)
+    assert not np.array_equal(a.weights, c.weights)
+
+
+def test_opt_warns_without_convergence(sampled_case):
+    _, _, m = sampled_case
+    with pytest.warns(ConvergenceWarning, match="stopped after max_iter=2 sweeps"):
+        _, info = cnmf_opt(m, 3, max_iter=2, tol=0.0, random_state=0)
+    assert not info["converged"]
+    assert info["n_iter"] == 2
+
+
+def test_opt_handles_unobserved_pair(separable_case):
+    weights, factors, m = separable_case
+    m2 = _drop_pair(m, 1, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est, info = cnmf_opt(m2, 3, init="cnmf-spa", random_state=0, max_iter=500)
+    assert info["objective"][-1] < 1e-12
+    assert max(_match(weights, factors, est)) < 1e-5
+
+
+def test_opt_errors(separable_case):
+    weights, factors, m = separable_case
+    with pytest.raises(ValueError, match=r"'rank' parameter of cnmf_opt must be an int"):
+        cnmf_opt(m, 0)
+    with pytest.raises(DataValidationError, match=r"at most 12 latent classes"):
+        cnmf_opt(m, 13)
+    with pytest.raises(DataValidationError, match="must be a PairwiseMarginals"):
+        cnmf_opt({"joint": m.joint}, 2)
+    with pytest.raises(DataValidationError, match="has 3 classes but rank=2"):
+        cnmf_opt(m, 2, init=(weights, factors))
+    with pytest.raises(DataValidationError, match=r"'factors\[0\]' must have shape"):
+        cnmf_opt(m, 3, init=(weights, [f[:2] for f in factors]))
+    with pytest.raises(DataValidationError, match="must be a \\(weights, factors\\) pair"):
+        cnmf_opt(m, 3, init=3.0)
+    with pytest.raises(ValueError, match="'init' argument of cnmf_opt must be None"):
+        cnmf_opt(m, 3, init="kmeans")
+    with pytest.raises(ValueError, match="'max_iter' parameter of cnmf_opt"):
+        cnmf_opt(m, 3, max_iter=0)
+    with pytest.raises(ValueError, match="'tol' parameter of cnmf_opt"):
+        cnmf_opt(m, 3, tol=-1.0)
+    with pytest.raises(ValueError, match="'pair_weighting' argument must be"):
+        cnmf_opt(m, 3, pair_weighting="none")
+
+
+def test_offsets_consistent(separable_case):
+    _, _, m = separable_case
+    np.testing.assert_array_equal(m.offsets, offsets_of(m.n_categories))

@@ -35,24 +35,55 @@ def test_get_set_params_pass_through():
         est.set_params(rnak=2)
 
 
-@pytest.mark.parametrize("method", ["em", "squarem", "cnmf-spa-em", "cnmf-spa-squarem"])
-def test_em_methods_recover_truth(sim, method):
+@pytest.fixture(scope="module")
+def oracle(sim):
+    """EM started at the truth: the maximum-likelihood estimate the methods should find."""
+    from bayespmf.kernels.em import fit_em
+
     data, truth = sim
-    est = LatentClassPMF(3, method=method, random_state=0, max_iter=2000, tol=1e-9)
+    params, _ = fit_em(data, 3, init=truth.params, max_iter=5000, tol=1e-12)
+    return log_likelihood_rows(data, params.weights, params.factors).sum()
+
+
+@pytest.mark.parametrize("method", ["em", "squarem", "cnmf-spa-em", "cnmf-spa-squarem"])
+def test_em_methods_recover_truth(sim, oracle, method):
+    data, truth = sim
+    est = LatentClassPMF(3, method=method, random_state=0, max_iter=2000, tol=1e-10)
     est.fit(data)
+    total = log_likelihood_rows(data, est.weights_, est.factors_).sum()
+    # the maximum found from the truth, or a local maximum less than 1 nat below it:
+    # such differences are far inside the likelihood's sampling noise at S=2e4 (the
+    # likelihood surface of near-uniform random factors has several such optima).
+    assert total >= oracle - 1.0
+    # and the truth up to permutation (sampling error at S=2e4 is ~2e-3 here)
     mse = factor_mse(est.weights_, est.factors_, truth.weights, truth.factors)
-    assert mse < 2e-3, mse
+    assert mse < 1e-2, mse
     assert est.converged_
     # the EM log-likelihood trace never decreases
     assert np.all(np.diff(est.loglik_trace_) >= -1e-8 * np.abs(est.loglik_trace_[1:]))
-    # trace value equals an independent computation of the likelihood
-    total = log_likelihood_rows(data, est.weights_, est.factors_).sum()
+    # the score equals an independent computation of the likelihood
     assert est.score(data) == pytest.approx(total / data.n_samples, rel=1e-10)
 
 
+@pytest.fixture(scope="module")
+def sim_separable():
+    # pairwise-marginal methods identify the factors only through their zeros or
+    # near-zeros (Ibrahim & Fu, Sec. 3-4): test them on the paper's separable design.
+    return make_latent_class(
+        20000,
+        6,
+        rank=3,
+        n_variables=5,
+        observed_prob=0.7,
+        factor_prior="separable",
+        epsilon=0.05,
+        random_state=5,
+    )
+
+
 @pytest.mark.parametrize("method", ["cnmf-spa", "cnmf-opt"])
-def test_marginal_methods_recover_truth(sim, method):
-    data, truth = sim
+def test_marginal_methods_recover_truth(sim_separable, method):
+    data, truth = sim_separable
     est = LatentClassPMF(3, method=method, random_state=0).fit(data)
     mse = factor_mse(est.weights_, est.factors_, truth.weights, truth.factors)
     assert mse < 0.05, mse
@@ -70,8 +101,10 @@ def test_em_refinement_improves_spa(sim):
 
 def test_same_seed_same_result(sim):
     data, _ = sim
-    a = LatentClassPMF(3, method="em", random_state=3, max_iter=30, tol=0).fit(data)
+    a = LatentClassPMF(3, method="em", random_state=3, max_iter=30, tol=0)
     b = LatentClassPMF(3, method="em", random_state=3, max_iter=30, tol=0)
+    with pytest.warns(ConvergenceWarning):
+        a.fit(data)
     with pytest.warns(ConvergenceWarning):
         b.fit(data)
     np.testing.assert_array_equal(a.weights_, b.weights_)

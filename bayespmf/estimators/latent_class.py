@@ -33,10 +33,15 @@ METHODS = {
     "em": "EM from a random uniform start (RAND-EM)",
     "squarem": "SQUAREM-PMF accelerated EM from a random uniform start",
     "cnmf-spa": "CNMF-SPA (Ibrahim & Fu, Alg. 2) on the pairwise marginals",
-    "cnmf-opt": "CNMF-OPT (Ibrahim & Fu, Alg. 1): KL mirror descent on pairwise marginals",
+    "cnmf-opt": "CNMF-OPT (Ibrahim & Fu, Alg. 1) started from CNMF-SPA: KL mirror descent "
+    "on the pairwise marginals",
     "cnmf-spa-em": "CNMF-SPA, then EM on the full data (Ibrahim & Fu, Sec. 5)",
     "cnmf-spa-squarem": "CNMF-SPA, then SQUAREM-PMF accelerated EM",
 }
+
+#: Per-method defaults of (max_iter, tol), used when the estimator is given None.
+DEFAULT_MAX_ITER = {"em": 1000, "squarem": 1000, "cnmf-opt": 3000}
+DEFAULT_TOL = {"em": 1e-7, "squarem": 1e-7, "cnmf-opt": 1e-6}
 
 #: Entries of a geometric estimate are floored at this value (then renormalized) before
 #: EM starts from it: an exact zero is absorbing for EM and makes the likelihood of a
@@ -91,10 +96,13 @@ class LatentClassPMF:
     method : str, default "cnmf-spa-em"
         One of :data:`METHODS`: ``"em"``, ``"squarem"``, ``"cnmf-spa"``,
         ``"cnmf-opt"``, ``"cnmf-spa-em"``, ``"cnmf-spa-squarem"``.
-    max_iter : int, default 500
-        Iteration cap of the iterative stage (EM, SQUAREM-PMF or CNMF-OPT).
-    tol : float, default 1e-7
-        Relative change of the objective below which the iteration stops.
+    max_iter : int, optional
+        Iteration cap of the iterative stage; by default ``DEFAULT_MAX_ITER`` of the
+        method (EM and SQUAREM-PMF 1000, CNMF-OPT 3000 sweeps: its mirror-descent
+        sweeps are cheap and many are needed).
+    tol : float, optional
+        Relative change of the objective below which the iteration stops; by default
+        1e-7 for EM/SQUAREM-PMF and 1e-6 for CNMF-OPT.
     random_state : None, int or numpy.random.Generator
         Seeds random starts and the split search of CNMF-SPA.
     progressbar : bool, default False
@@ -131,8 +139,8 @@ class LatentClassPMF:
         rank: int,
         method: str = "cnmf-spa-em",
         *,
-        max_iter: int = 500,
-        tol: float = 1e-7,
+        max_iter: int | None = None,
+        tol: float | None = None,
         random_state=None,
         progressbar: bool = False,
     ):
@@ -177,8 +185,11 @@ class LatentClassPMF:
                 f"The 'method' parameter of {owner} must be one of {list(METHODS)}. "
                 f"Got {self.method!r}.{hint}"
             )
-        check_int(self.max_iter, "max_iter", owner=owner, low=1)
-        check_float(self.tol, "tol", owner=owner, low=0.0)
+        stage = "cnmf-opt" if self.method == "cnmf-opt" else "em"
+        max_iter = DEFAULT_MAX_ITER[stage] if self.max_iter is None else self.max_iter
+        tol = DEFAULT_TOL[stage] if self.tol is None else self.tol
+        self._max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
+        self._tol = check_float(tol, "tol", owner=owner, low=0.0)
         limit = max_identifiable_rank(n_cat)
         if rank > limit:
             raise DataValidationError(
@@ -231,11 +242,13 @@ class LatentClassPMF:
 
             marg = pairwise_marginals(codes, n_cat)
             if method == "cnmf-opt":
+                # started from CNMF-SPA, as the paper proposes (Sec. 4.2)
                 params, opt_info = cnmf_opt(
                     marg,
                     rank,
-                    max_iter=self.max_iter,
-                    tol=self.tol,
+                    init="cnmf-spa",
+                    max_iter=self._max_iter,
+                    tol=self._tol,
                     random_state=rng,
                     progressbar=self.progressbar,
                 )
@@ -255,8 +268,8 @@ class LatentClassPMF:
                     init=init,
                     n_categories=n_cat,
                     accelerate="squarem" if method.endswith("squarem") else None,
-                    max_iter=self.max_iter,
-                    tol=self.tol,
+                    max_iter=self._max_iter,
+                    tol=self._tol,
                     random_state=rng,
                     progressbar=self.progressbar,
                 )
@@ -272,8 +285,8 @@ class LatentClassPMF:
             if not converged:
                 warnings.warn(
                     f"LatentClassPMF(method={method!r}) stopped after "
-                    f"max_iter={self.max_iter} iterations before the relative "
-                    f"log-likelihood change fell below tol={self.tol}. Increase "
+                    f"max_iter={self._max_iter} iterations before the relative "
+                    f"log-likelihood change fell below tol={self._tol}. Increase "
                     "max_iter or tol.",
                     ConvergenceWarning,
                     stacklevel=2,

@@ -30,7 +30,7 @@ class _NullBar:
 
 
 def progress_bar(total: int | None, desc: str, enabled: bool = True):
-    """Return a tqdm bar (``enabled``) or a silent stand-in with the same methods.
+    """Return a tqdm bar (``enabled`` and on a terminal) or a silent stand-in.
 
     Examples
     --------
@@ -41,4 +41,7 @@ def progress_bar(total: int | None, desc: str, enabled: bool = True):
         return _NullBar()
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, leave=False, dynamic_ncols=True)
+    # disable=None: silent when the output is not a terminal (logs, CI, pipes)
+    return tqdm(
+        total=total, desc=desc, leave=False, dynamic_ncols=True, mininterval=0.2, disable=None
+    )

@@ -43,5 +43,10 @@ def progress_bar(total: int | None, desc: str, enabled: bool = True):
 
     # disable=None: silent when the output is not a terminal (logs, CI, pipes)
     return tqdm(
-        total=total, desc=desc, leave=False, dynamic_ncols=True, mininterval=0.2, disable=None
+        total=total,
+        desc=desc,
+        leave=False,
+        dynamic_ncols=True,
+        mininterval=0.2,
+        disable=None,
     )

@@ -73,7 +73,7 @@ def max_identifiable_rank(n_categories) -> int:
     Examples
     --------
     >>> max_identifiable_rank([2, 2, 2])
-    1
+    2
     >>> max_identifiable_rank([4, 4, 4, 4, 3, 3, 3])
     120
     """
@@ -398,9 +398,9 @@ class LatentClassPMF:
 
         Examples
         --------
-        >>> m = LatentClassPMF(1)._with_params([1.0], [np.array([[0.25], [0.75]])] * 2)
-        >>> m.sample(4000, random_state=0).codes.mean().round(1)
-        np.float64(0.7)
+        >>> m = LatentClassPMF.from_params([1.0], [np.array([[0.25], [0.75]])] * 2)
+        >>> bool(abs(m.sample(4000, random_state=0).codes.mean() - 0.75) < 0.02)
+        True
         """
         self._check_fitted()
         n_samples = check_int(n_samples, "n_samples", owner="sample", low=1)

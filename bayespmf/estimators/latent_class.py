@@ -75,7 +75,7 @@ def max_identifiable_rank(n_categories) -> int:
     >>> max_identifiable_rank([2, 2, 2])
     2
     >>> max_identifiable_rank([4, 4, 4, 4, 3, 3, 3])
-    120
+    363
     """
     n_cat = np.asarray(n_categories, dtype=np.float64)
     free_joint = np.prod(n_cat) - 1.0

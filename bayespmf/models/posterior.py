@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import warnings
 
@@ -280,7 +281,8 @@ def sample(
         Add a ``log_likelihood`` group with the per-row log-likelihood (for
         ``az.loo``/``az.waic``).
     **sample_kwargs
-        Passed to ``pm.sample`` (e.g. ``target_accept``, ``cores``).
+        Passed to ``pm.sample`` (e.g. ``target_accept``). ``cores`` defaults to the
+        number of CPUs available to the process (at most ``chains``).
 
     Returns
     -------
@@ -318,6 +320,10 @@ def sample(
         initvals = initvals_from_params(
             model, point, chains=chains if method == "nuts" else 1, random_state=rng
         )
+    if method == "nuts" and "cores" not in sample_kwargs:
+        # PyMC assumes half the CPUs are hyper-threads (one core on a 2-core machine);
+        # run the chains in parallel on every core this process may use instead.
+        sample_kwargs["cores"] = max(1, min(chains, len(os.sched_getaffinity(0))))
     t0 = time.perf_counter()
     with model:
         if method == "nuts":

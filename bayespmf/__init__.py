@@ -17,7 +17,7 @@ Examples
 from bayespmf import datasets
 from bayespmf._validation import ConvergenceWarning, DataValidationError
 from bayespmf.data import MISSING, CategoricalData
-from bayespmf.estimators import LatentClassPMF
+from bayespmf.estimators import GDM, VLAD, LatentClassPMF, SimplexSPA
 from bayespmf.kernels.squarem import squarem
 from bayespmf.pmf import LatentClassParams
 
@@ -26,6 +26,9 @@ __version__ = "0.1.0"
 __all__ = [
     "MISSING",
     "CategoricalData",
+    "GDM",
+    "VLAD",
+    "SimplexSPA",
     "ConvergenceWarning",
     "DataValidationError",
     "LatentClassPMF",

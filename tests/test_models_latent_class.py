@@ -1,4 +1,5 @@
 import itertools
+import warnings
 
 import arviz as az
 import numpy as np
@@ -190,7 +191,10 @@ def test_nuts_from_point_estimate(small):
     )
     assert "log_likelihood" in idata.groups()
     assert idata.log_likelihood["x"].shape == (2, 100, data.n_samples)
-    loo = az.loo(idata)
+    with warnings.catch_warnings():
+        # 100 draws are too few for reliable Pareto-k; the diagnostic is not the point
+        warnings.filterwarnings("ignore", "Estimated shape parameter of Pareto")
+        loo = az.loo(idata)
     assert np.isfinite(loo.elpd_loo)
     # after alignment to the start, the posterior mean sits near the (permuted) truth
     mean_w = idata.posterior["weights"].mean(("chain", "draw")).values

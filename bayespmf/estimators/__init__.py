@@ -1,5 +1,6 @@
 """scikit-learn-style estimators over the kernels."""
 
 from bayespmf.estimators.latent_class import METHODS, LatentClassPMF, NotFittedError
+from bayespmf.estimators.simplex import GDM, VLAD, SimplexSPA
 
-__all__ = ["METHODS", "LatentClassPMF", "NotFittedError"]
+__all__ = ["GDM", "METHODS", "VLAD", "LatentClassPMF", "NotFittedError", "SimplexSPA"]

@@ -10,15 +10,25 @@ from bayespmf.models.posterior import (
     sample,
     select_rank,
 )
+from bayespmf.models.simplex_nest import (
+    align_vertices,
+    initvals_from_vlad,
+    sample_simplex_nest,
+    simplex_nest_model,
+)
 
 __all__ = [
     "align_labels",
+    "align_vertices",
     "convergence_summary",
     "initvals_from_params",
+    "initvals_from_vlad",
     "latent_class_model",
     "one_hot_design",
     "posterior_params",
     "posterior_predict_proba",
     "sample",
+    "sample_simplex_nest",
     "select_rank",
+    "simplex_nest_model",
 ]

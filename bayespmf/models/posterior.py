@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import time
-import warnings
 
 import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.optimize import linear_sum_assignment
 from scipy.special import logsumexp
 
 from bayespmf._validation import (
@@ -21,6 +17,8 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.data import CategoricalData
+from bayespmf.models._alignment import apply_permutations, hungarian_permutations
+from bayespmf.models._sampling import run_sampler
 from bayespmf.models.latent_class import factor_var_name, latent_class_model, one_hot_design
 from bayespmf.pmf import LatentClassParams, check_params, offsets_of
 
@@ -192,43 +190,13 @@ def align_labels(
     ref_w = np.asarray(ref.weights)
     w, stacked = posterior_params(idata, fake)
     c, d = post.sizes["chain"], post.sizes["draw"]
-    perms = None
-    for _ in range(1 + max(0, int(n_refine))):
-        feats = np.concatenate([stacked, w[:, None, :]], axis=1)  # (D, sumI+1, F)
-        ref_feats = np.concatenate([ref_stacked, ref_w[None, :]], axis=0)
-        # cost[d, i, j] = || ref col i - draw col j ||^2
-        cost = (
-            (ref_feats**2).sum(0)[None, :, None]
-            + (feats**2).sum(1)[:, None, :]
-            - 2 * np.einsum("ki,dkj->dij", ref_feats, feats)
-        )
-        perms = np.stack([linear_sum_assignment(cm)[1] for cm in cost])
-        w_al = np.take_along_axis(w, perms, axis=1)
-        st_al = np.take_along_axis(stacked, perms[:, None, :], axis=2)
-        ref_w, ref_stacked = w_al.mean(0), st_al.mean(0)
-    perms = perms.reshape(c, d, rank)
-    aligned = post.copy()
-    idx = xr.DataArray(perms, dims=("chain", "draw", "class"))
-    for var in post.data_vars:
-        if "class" in post[var].dims:
-            aligned[var] = post[var].isel({"class": idx}).transpose(*post[var].dims)
-    aligned = aligned.assign_coords({"class": post["class"].values})
-    new = idata.copy()
-    new.posterior = aligned
-    if "unaligned_posterior" not in new.groups():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # not in the ArviZ schema
-            new.add_groups({"unaligned_posterior": post})
-    stats = xr.DataArray(
-        perms,
-        dims=("chain", "draw", "class"),
-        coords={"chain": post["chain"], "draw": post["draw"], "class": post["class"]},
+    # components are the classes: stacked factor columns plus the weight
+    feats = np.concatenate([stacked, w[:, None, :]], axis=1).transpose(0, 2, 1)
+    ref_feats = np.concatenate([ref_stacked, ref_w[None, :]], axis=0).T
+    perms = hungarian_permutations(feats, ref_feats, n_refine=n_refine)
+    return apply_permutations(
+        idata, perms.reshape(c, d, rank), "class", "class_permutation"
     )
-    if "sample_stats" in new.groups():
-        new.sample_stats["class_permutation"] = stats
-    else:
-        new.add_groups({"sample_stats": xr.Dataset({"class_permutation": stats})})
-    return new
 
 
 def _names(idata, data):
@@ -281,8 +249,9 @@ def sample(
         Add a ``log_likelihood`` group with the per-row log-likelihood (for
         ``az.loo``/``az.waic``).
     **sample_kwargs
-        Passed to ``pm.sample`` (e.g. ``target_accept``). ``cores`` defaults to the
-        number of CPUs available to the process (at most ``chains``).
+        Passed to ``pm.sample`` (e.g. ``target_accept``); see
+        :func:`bayespmf.models._sampling.run_sampler` for the defaults of ``init``
+        and ``cores``.
 
     Returns
     -------
@@ -320,33 +289,18 @@ def sample(
         initvals = initvals_from_params(
             model, point, chains=chains if method == "nuts" else 1, random_state=rng
         )
-    if method == "nuts" and "cores" not in sample_kwargs:
-        # PyMC assumes half the CPUs are hyper-threads (one core on a 2-core machine);
-        # run the chains in parallel on every core this process may use instead.
-        sample_kwargs["cores"] = max(1, min(chains, len(os.sched_getaffinity(0))))
-    t0 = time.perf_counter()
-    with model:
-        if method == "nuts":
-            idata = pm.sample(
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                initvals=initvals,
-                random_seed=random_seed,
-                progressbar=progressbar,
-                compute_convergence_checks=False,
-                **sample_kwargs,
-            )
-        else:
-            approx = pm.fit(
-                n=advi_iterations,
-                method="advi",
-                start=None if initvals is None else initvals[0],
-                random_seed=random_seed,
-                progressbar=progressbar,
-            )
-            idata = approx.sample(draws, random_seed=random_seed)
-    elapsed = time.perf_counter() - t0
+    idata, elapsed = run_sampler(
+        model,
+        method=method,
+        initvals=initvals,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        advi_iterations=advi_iterations,
+        **sample_kwargs,
+    )
     idata.posterior.attrs["bayespmf_variables"] = json.dumps(list(data.names))
     idata.posterior.attrs["sampling_method"] = method
     idata.posterior.attrs["sampling_time"] = elapsed

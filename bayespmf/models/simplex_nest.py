@@ -1,0 +1,469 @@
+r"""The Dirichlet simplex nest as a PyMC model, sampled from a VLAD start and aligned.
+
+:func:`simplex_nest_model` builds the DSN of Yurochkin et al. (ICML 2019, Sec. 2) with
+Gaussian, Poisson or multinomial kernel; :func:`sample_simplex_nest` runs NUTS or ADVI
+from the VLAD estimate (jittered per chain); :func:`align_vertices` undoes vertex label
+switching draw by draw (Hungarian matching to a pivot), as
+:func:`bayespmf.models.posterior.align_labels` does for latent classes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from bayespmf._validation import (
+    DataValidationError,
+    check_float,
+    check_int,
+    check_random_state,
+)
+from bayespmf.models._alignment import apply_permutations, hungarian_permutations
+from bayespmf.models._sampling import run_sampler
+
+__all__ = [
+    "align_vertices",
+    "initvals_from_vlad",
+    "sample_simplex_nest",
+    "simplex_nest_model",
+]
+
+#: Prior sd of a Gaussian vertex coordinate, in units of that feature's data sd: VLAD
+#: extends centroids by gamma(alpha) ~ 2-10 data sds for alpha in [0.5, 5] (Alg. 2),
+#: so 5 sds leave the vertices free while keeping the prior proper.
+VERTEX_PRIOR_SCALE = 5.0
+
+#: Prior sd of log Poisson rates around the log of the feature means (a factor of
+#: e^2 ~ 7 either way at two sds).
+LOG_RATE_PRIOR_SD = 1.0
+
+#: Concentration of the Dirichlet prior of a topic (multinomial kernel): 1 is uniform
+#: on the vocabulary simplex; values below 1 put infinite density on the faces, which
+#: NUTS handles badly.
+TOPIC_CONCENTRATION = 1.0
+
+#: Prior of alpha when it is not given: LogNormal(0, 1.5), median 1, 95% in
+#: [0.05, 19] -- the range of the paper's experiments (alpha in [0.05, 10]).
+ALPHA_PRIOR_SIGMA = 1.5
+
+#: Entries of a simplex start are clipped to at least this and renormalized: an exact
+#: zero maps to -inf under the stick-breaking transform ("Bad initial energy").
+INIT_CLIP = 1e-4
+
+#: Per-chain jitter of a start: log scale for positive and simplex values, units of
+#: the feature's data sd for Gaussian vertices.
+INIT_JITTER = 0.05
+
+_KERNELS = ("gaussian", "poisson", "multinomial")
+
+
+def _model_info(model) -> dict:
+    try:
+        return model._bayespmf_simplex_nest
+    except AttributeError as err:
+        raise DataValidationError(
+            "'model' must be built by bayespmf.models.simplex_nest_model."
+        ) from err
+
+
+def simplex_nest_model(
+    X,
+    n_vertices: int,
+    kernel: str = "gaussian",
+    alpha: float | None = None,
+    *,
+    topic_concentration: float = TOPIC_CONCENTRATION,
+    coords: dict | None = None,
+) -> pm.Model:
+    r"""PyMC model of a Dirichlet simplex nest.
+
+    .. math::
+
+        \theta_i \sim \mathrm{Dir}_K(\alpha 1_K), \quad
+        \mu_i = B^T\theta_i, \quad
+        x_i \mid \mu_i \sim N(\mu_i, \sigma^2 I_D),\ \mathrm{Poisson}(\mu_i)
+        \ \text{or}\ \mathrm{Mult}(N_i, \mu_i).
+
+    Parameters
+    ----------
+    X : array_like (n, D)
+        Real data (Gaussian) or counts (Poisson, multinomial; row sums are the document
+        lengths ``N_i``).
+    n_vertices : int
+        ``K``.
+    kernel : {"gaussian", "poisson", "multinomial"}, default "gaussian"
+    alpha : float, optional
+        Fixed Dirichlet concentration; when None, :math:`\alpha \sim
+        \mathrm{LogNormal}(0, 1.5)`.
+    topic_concentration : float, default 1.0
+        Dirichlet prior concentration of each topic (multinomial kernel).
+    coords : dict, optional
+        Extra or replacement coordinates (e.g. feature names for ``"feature"``).
+
+    Returns
+    -------
+    pymc.Model
+        Variables ``vertices`` (dims ``vertex, feature``), ``theta`` (``obs, vertex``),
+        ``alpha`` (if not fixed), ``sigma`` (Gaussian) and the observed ``x``
+        (``obs, feature``).
+
+    Raises
+    ------
+    DataValidationError
+        Malformed data or ``n_vertices`` (as for
+        :class:`~bayespmf.estimators.simplex.VLAD`).
+
+    Notes
+    -----
+    Priors, data-scaled: Gaussian vertices :math:`\beta_{kd} \sim N(\bar x_d,
+    (5 s_d)^2)` with :math:`s_d` the feature's sd, :math:`\sigma \sim
+    \mathrm{HalfNormal}(\mathrm{sd}(X))`; Poisson rates :math:`\log\beta_{kd} \sim
+    N(\log \bar x_d, 1)`; topics :math:`\beta_k \sim \mathrm{Dir}_D(1)`. The
+    multinomial kernel is LDA with every word's topic label summed out:
+    :math:`x_i \sim \mathrm{Mult}(N_i, \sum_k \theta_{ik}\beta_k)` (Sec. 2, "Relation
+    to existing models"). All rows are one vectorized likelihood term,
+    :math:`\mu = \Theta B`.
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).normal(size=(20, 4))
+    >>> model = simplex_nest_model(X, 3)
+    >>> model.named_vars_to_dims["vertices"], model.named_vars_to_dims["theta"]
+    (('vertex', 'feature'), ('obs', 'vertex'))
+    """
+    from bayespmf.estimators.simplex import _check_kernel, check_nest_data
+
+    owner = "simplex_nest_model"
+    kernel = _check_kernel(kernel, owner)
+    arr, K = check_nest_data(X, n_vertices, kernel, owner)
+    if alpha is not None:
+        alpha = check_float(alpha, "alpha", owner=owner, low=0.0, low_open=True)
+    topic_concentration = check_float(
+        topic_concentration, "topic_concentration", owner=owner, low=0.0, low_open=True
+    )
+    n, D = arr.shape
+    model_coords = {"vertex": np.arange(K), "feature": np.arange(D), "obs": np.arange(n)}
+    if coords:
+        model_coords.update(coords)
+    with pm.Model(coords=model_coords) as model:
+        if alpha is None:
+            a = pm.LogNormal("alpha", mu=0.0, sigma=ALPHA_PRIOR_SIGMA)
+        else:
+            a = alpha
+        theta = pm.Dirichlet("theta", a=a * pt.ones((n, K)), dims=("obs", "vertex"))
+        if kernel == "gaussian":
+            sd = arr.std(axis=0)
+            sd = np.where(sd > 0, sd, 1.0)
+            B = pm.Normal(
+                "vertices",
+                mu=np.broadcast_to(arr.mean(axis=0), (K, D)),
+                sigma=np.broadcast_to(VERTEX_PRIOR_SCALE * sd, (K, D)),
+                dims=("vertex", "feature"),
+            )
+            sigma = pm.HalfNormal("sigma", sigma=float(arr.std()) or 1.0)
+            pm.Normal(
+                "x", mu=pt.dot(theta, B), sigma=sigma, observed=arr, dims=("obs", "feature")
+            )
+        elif kernel == "poisson":
+            mean = arr.mean(axis=0)
+            floor = 1e-3 * max(float(mean.max()), 1e-3)
+            B = pm.LogNormal(
+                "vertices",
+                mu=np.broadcast_to(np.log(np.maximum(mean, floor)), (K, D)),
+                sigma=LOG_RATE_PRIOR_SD,
+                dims=("vertex", "feature"),
+            )
+            pm.Poisson("x", mu=pt.dot(theta, B), observed=arr, dims=("obs", "feature"))
+        else:
+            B = pm.Dirichlet(
+                "vertices",
+                a=np.full((K, D), topic_concentration),
+                dims=("vertex", "feature"),
+            )
+            lengths = arr.sum(axis=1).astype(np.int64)
+            pm.Multinomial(
+                "x",
+                n=lengths,
+                p=pt.dot(theta, B),
+                observed=arr.astype(np.int64),
+                dims=("obs", "feature"),
+            )
+    model._bayespmf_simplex_nest = {
+        "X": arr,
+        "kernel": kernel,
+        "n_vertices": K,
+        "alpha": alpha,
+    }
+    return model
+
+
+def _clip_simplex(x, axis):
+    x = np.maximum(np.asarray(x, dtype=float), INIT_CLIP)
+    return x / x.sum(axis=axis, keepdims=True)
+
+
+def _point_of(init, info: dict, random_seed) -> dict:
+    """``vertices``, ``theta`` and (if known) ``alpha``/``sigma`` of a start."""
+    from bayespmf.estimators.simplex import VLAD
+
+    X, K, kernel = info["X"], info["n_vertices"], info["kernel"]
+    if init is None:
+        init = VLAD(K, kernel, alpha=info["alpha"], random_state=random_seed).fit(X)
+    if hasattr(init, "vertices_"):
+        point = {"vertices": init.vertices_, "theta": init.transform(X)}
+        if getattr(init, "alpha_", None) is not None:
+            point["alpha"] = init.alpha_
+        if getattr(init, "sigma_", None):
+            point["sigma"] = init.sigma_
+    elif isinstance(init, dict) and "vertices" in init:
+        point = dict(init)
+        if "theta" not in point:
+            from bayespmf.kernels.vlad import barycentric_weights, preprocess
+
+            point["theta"] = barycentric_weights(
+                preprocess(X, kernel)[0], np.asarray(point["vertices"], dtype=float)
+            )[0]
+    else:
+        raise DataValidationError(
+            "'init' must be None (fit VLAD), a fitted VLAD/GDM/SimplexSPA or a dict with "
+            f"'vertices' (K, D) and optionally 'theta' (n, K); got {type(init).__name__}."
+        )
+    V = np.asarray(point["vertices"], dtype=float)
+    if V.shape != (K, X.shape[1]):
+        raise DataValidationError(
+            f"'init' vertices have shape {V.shape}; the model needs ({K}, {X.shape[1]})."
+        )
+    th = np.asarray(point["theta"], dtype=float)
+    if th.shape != (X.shape[0], K):
+        raise DataValidationError(
+            f"'init' theta has shape {th.shape}; the model needs ({X.shape[0]}, {K})."
+        )
+    point["vertices"], point["theta"] = V, th
+    return point
+
+
+def initvals_from_vlad(
+    model, init=None, *, chains: int = 1, jitter: float = INIT_JITTER, random_state=None
+) -> list[dict]:
+    """Starting points (one dict per chain, constrained values) from a point estimate.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        From :func:`simplex_nest_model`.
+    init : None, fitted VLAD (or GDM/SimplexSPA) or dict
+        ``None`` fits :class:`~bayespmf.estimators.simplex.VLAD`; a dict needs
+        ``vertices`` (K, D) and may give ``theta`` (n, K), ``alpha``, ``sigma``.
+    chains : int
+    jitter : float
+        Per-chain jitter: multiplicative (log scale) for simplex and positive values,
+        in units of the feature's data sd for Gaussian vertices.
+    random_state : None, int or Generator
+
+    Returns
+    -------
+    list of dict
+        Keys ``vertices``, ``theta`` and, when free in the model, ``alpha``/``sigma``.
+        Simplex values are clipped away from 0 (``INIT_CLIP``) and renormalized;
+        Poisson rates are floored at ``INIT_CLIP`` times their mean.
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).normal(size=(30, 3))
+    >>> iv = initvals_from_vlad(simplex_nest_model(X, 2), chains=2, random_state=0)
+    >>> len(iv), iv[0]["vertices"].shape, iv[0]["theta"].shape
+    (2, (2, 3), (30, 2))
+    """
+    info = _model_info(model)
+    rng = check_random_state(random_state)
+    chains = check_int(chains, "chains", owner="initvals_from_vlad", low=1)
+    seed = int(rng.integers(2**31 - 1))
+    point = _point_of(init, info, seed)
+    X, kernel = info["X"], info["kernel"]
+    V, theta = point["vertices"], _clip_simplex(point["theta"], 1)
+    if kernel == "multinomial":
+        V = _clip_simplex(V, 1)
+    elif kernel == "poisson":
+        V = np.maximum(V, INIT_CLIP * max(float(X.mean()), INIT_CLIP))
+    free = {v.name for v in model.free_RVs}
+    sd = X.std(axis=0)
+    out = []
+    for _ in range(chains):
+
+        def z(shape):
+            return rng.standard_normal(shape) * jitter
+
+        d = {"theta": _clip_simplex(theta * np.exp(z(theta.shape)), 1)}
+        if kernel == "gaussian":
+            d["vertices"] = V + z(V.shape) * np.where(sd > 0, sd, 1.0)
+        elif kernel == "poisson":
+            d["vertices"] = V * np.exp(z(V.shape))
+        else:
+            d["vertices"] = _clip_simplex(V * np.exp(z(V.shape)), 1)
+        if "alpha" in free:
+            d["alpha"] = float(point.get("alpha", 1.0)) * float(np.exp(z(())))
+        if "sigma" in free:
+            resid = float(point.get("sigma") or X.std())
+            d["sigma"] = max(resid, 1e-6) * float(np.exp(z(())))
+        out.append(d)
+    return out
+
+
+def align_vertices(idata, reference_vertices, *, n_refine: int = 2):
+    """Relabel every draw's vertices to match a reference by the Hungarian method.
+
+    The DSN posterior is invariant to permuting the vertices (with the columns of
+    ``theta``), and chains settle in different permutations (STACK-NOTES.md: vertex
+    r-hat about 1.9 without alignment). For each draw the permutation minimizing the
+    summed squared distance between its vertices and the reference's is applied to
+    every posterior variable with a ``vertex`` dimension.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        With a ``posterior`` group holding ``vertices`` (chain, draw, vertex, feature).
+    reference_vertices : array_like (K, D) or a fitted estimator with ``vertices_``
+        The pivot (from outside the chains, e.g. VLAD).
+    n_refine : int, default 2
+        Rounds in which the reference is replaced by the aligned posterior mean and
+        the alignment repeated.
+
+    Returns
+    -------
+    arviz.InferenceData
+        A new object whose ``posterior`` is aligned; the draws as sampled are kept in
+        the group ``unaligned_posterior`` and the permutations (``perm[k]`` = raw
+        vertex put at position ``k``) in ``sample_stats["vertex_permutation"]``.
+
+    Raises
+    ------
+    DataValidationError
+        No ``vertices`` in the posterior, or a reference of another shape.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> V = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> draws = np.stack([V, V[[2, 0, 1]]])[None]  # 1 chain, 2 draws
+    >>> idata = az.from_dict(
+    ...     posterior={"vertices": draws}, dims={"vertices": ["vertex", "feature"]}
+    ... )
+    >>> out = align_vertices(idata, V)
+    >>> np.array_equal(out.posterior["vertices"].values[0, 1], V)
+    True
+    >>> out.sample_stats["vertex_permutation"].values[0, 1].tolist()
+    [1, 2, 0]
+    """
+    post = idata.posterior
+    if "vertices" not in post:
+        raise DataValidationError(
+            "'idata.posterior' has no 'vertices' variable; pass the output of "
+            "sample_simplex_nest (or pm.sample on simplex_nest_model)."
+        )
+    ref = getattr(reference_vertices, "vertices_", reference_vertices)
+    ref = np.asarray(ref, dtype=float)
+    draws = post["vertices"].transpose("chain", "draw", "vertex", ...).values
+    c, d, K = draws.shape[:3]
+    flat = draws.reshape(c * d, K, -1)
+    if ref.shape != flat.shape[1:]:
+        raise DataValidationError(
+            f"'reference_vertices' has shape {ref.shape}; the posterior vertices have "
+            f"shape {flat.shape[1:]} (K, D)."
+        )
+    perms = hungarian_permutations(flat, ref, n_refine=n_refine).reshape(c, d, K)
+    return apply_permutations(idata, perms, "vertex", "vertex_permutation")
+
+
+def sample_simplex_nest(
+    model,
+    *,
+    init=None,
+    method: str = "nuts",
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    random_seed=None,
+    progressbar: bool = True,
+    align: bool = True,
+    advi_iterations: int = 20000,
+    jitter: float = INIT_JITTER,
+    **sample_kwargs,
+):
+    """Posterior of a simplex nest by NUTS or ADVI, started from the VLAD estimate.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        From :func:`simplex_nest_model`.
+    init : None, fitted VLAD (or GDM/SimplexSPA) or dict
+        The start (see :func:`initvals_from_vlad`); ``None`` fits VLAD first. Its
+        vertices and ``theta = init.transform(X)`` (clipped off 0, renormalized) start
+        every chain, jittered per chain.
+    method : {"nuts", "advi"}
+    draws, tune, chains : int
+        For NUTS; ADVI runs ``advi_iterations`` steps from the (unjittered-chain-0)
+        start and then takes ``draws`` samples of the approximation (one chain).
+    random_seed : int, optional
+    progressbar : bool
+    align : bool, default True
+        Align vertex labels draw by draw to the start's vertices
+        (:func:`align_vertices`).
+    advi_iterations : int
+    jitter : float
+    **sample_kwargs
+        Passed to ``pm.sample`` (e.g. ``target_accept``, ``cores``). ``init``
+        defaults to ``"adapt_diag"``: PyMC's default ``"jitter+adapt_diag"`` would
+        add its own U(-1, 1) jitter (unconstrained scale) to the VLAD start.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior.attrs`` record ``sampling_method`` and ``sampling_time`` (seconds).
+
+    Raises
+    ------
+    DataValidationError
+        Unknown ``method``, a model not built by :func:`simplex_nest_model`, or a
+        malformed ``init``.
+
+    Examples
+    --------
+    >>> from bayespmf.datasets._simulate import make_simplex_nest
+    >>> X, _ = make_simplex_nest(30, 3, 2, alpha=1.0, sigma=0.1, random_state=0)
+    >>> idata = sample_simplex_nest(simplex_nest_model(X, 2, alpha=1.0), draws=5,
+    ...     tune=5, chains=1, random_seed=0, progressbar=False)  # doctest: +SKIP
+    """
+    info = _model_info(model)
+    if method not in ("nuts", "advi"):
+        raise DataValidationError(f"'method' must be 'nuts' or 'advi'; got {method!r}.")
+    owner = "sample_simplex_nest"
+    draws = check_int(draws, "draws", owner=owner, low=1)
+    tune = check_int(tune, "tune", owner=owner, low=0)
+    chains = check_int(chains, "chains", owner=owner, low=1)
+    rng = np.random.default_rng(random_seed)
+    point = _point_of(init, info, random_seed)
+    initvals = initvals_from_vlad(
+        model,
+        point,
+        chains=chains if method == "nuts" else 1,
+        jitter=jitter,
+        random_state=rng,
+    )
+    idata, elapsed = run_sampler(
+        model,
+        method=method,
+        initvals=initvals,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        advi_iterations=advi_iterations,
+        **sample_kwargs,
+    )
+    idata.posterior.attrs["sampling_method"] = method
+    idata.posterior.attrs["sampling_time"] = elapsed
+    if align:
+        idata = align_vertices(idata, point["vertices"])
+    return idata

@@ -14,10 +14,10 @@ Examples
 (5,)
 """
 
-from bayespmf import datasets
+from bayespmf import datasets, io
 from bayespmf._validation import ConvergenceWarning, DataValidationError
 from bayespmf.data import MISSING, CategoricalData
-from bayespmf.estimators import GDM, VLAD, LatentClassPMF, SimplexSPA
+from bayespmf.estimators import GDM, VLAD, LatentClassPMF, PurificationNMF, SimplexSPA
 from bayespmf.kernels.squarem import squarem
 from bayespmf.pmf import LatentClassParams
 
@@ -34,6 +34,8 @@ __all__ = [
     "LatentClassPMF",
     "LatentClassParams",
     "__version__",
+    "PurificationNMF",
     "datasets",
+    "io",
     "squarem",
 ]

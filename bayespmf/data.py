@@ -12,6 +12,7 @@ from bayespmf._validation import (
     DataValidationError,
     as_codes,
     check_float,
+    check_int,
     check_random_state,
 )
 
@@ -462,11 +463,16 @@ class CategoricalData:
         10
         """
         fraction = check_float(fraction, "fraction", low=0.0, high=1.0, low_open=True)
+        min_observed = check_int(min_observed, "min_observed", owner="hide_entries", low=0)
         rng = check_random_state(random_state)
+        if variables is not None and len(variables) == 0:
+            raise DataValidationError(
+                "'variables' must name at least one variable, or be None for all."
+            )
         cols = (
             np.arange(self.n_variables)
             if variables is None
-            else np.array([self.index_of(v) for v in variables])
+            else np.array([self.index_of(v) for v in variables], dtype=np.int64)
         )
         mask = self.mask
         eligible = np.zeros_like(mask)

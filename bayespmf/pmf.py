@@ -184,7 +184,14 @@ def posterior_classes(data, weights, factors) -> np.ndarray:
     """
     codes, _ = as_codes(data, [np.shape(a)[0] for a in factors], allow_empty_columns=True)
     lj = class_log_joint(codes, weights, factors)
-    return np.exp(lj - logsumexp(lj, axis=1, keepdims=True))
+    norm = logsumexp(lj, axis=1, keepdims=True)
+    impossible = np.isneginf(norm[:, 0])
+    if impossible.any():
+        # The row's observed entries have probability 0 under every class, so the
+        # posterior is undefined (0/0); fall back to the prior rather than NaN.
+        lj[impossible] = _log(np.asarray(weights, dtype=float))
+        norm[impossible] = logsumexp(lj[impossible], axis=1, keepdims=True)
+    return np.exp(lj - norm)
 
 
 def conditional_pmf(data, weights, factors, target: int) -> np.ndarray:

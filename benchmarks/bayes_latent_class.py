@@ -24,11 +24,11 @@ from bayespmf.models import convergence_summary, latent_class_model, sample
 def summarize(label, idata, elapsed):
     after = convergence_summary(idata)
     raw = convergence_summary(az.InferenceData(posterior=idata.unaligned_posterior))
+    raw_t, t = raw["table"], after["table"]
     print(
         f"| {label} | {elapsed:.1f} | {after['divergences']} "
-        f"| {raw['table']['r_hat_max'].max():.3f} | {raw['table']['ess_bulk_min'].min():.0f} "
-        f"| {after['table']['r_hat_max'].max():.3f} "
-        f"| {after['table']['ess_bulk_min'].min():.0f} |",
+        f"| {raw_t['r_hat_max'].max():.3f} | {raw_t['ess_bulk_min'].min():.0f} "
+        f"| {t['r_hat_max'].max():.3f} | {t['ess_bulk_min'].min():.0f} |",
         flush=True,
     )
 
@@ -38,24 +38,43 @@ def run(name, data, rank, args):
     t0 = time.perf_counter()
     point = LatentClassPMF(rank, method="cnmf-spa-em", random_state=args.seed).fit(data)
     print(f"CNMF-SPA-EM point estimate: {time.perf_counter() - t0:.2f} s")
-    print("| sampler | wall s | divergences | raw r-hat max | raw ESS min "
-          "| aligned r-hat max | aligned ESS min |")
+    print(
+        "| sampler | wall s | divergences | raw r-hat max | raw ESS min "
+        "| aligned r-hat max | aligned ESS min |"
+    )
     print("|---|---|---|---|---|---|---|")
     model = latent_class_model(data, rank)
-    common = dict(draws=args.draws, tune=args.tune, chains=args.chains,
-                  random_seed=args.seed, progressbar=False)
-    for label, init in [("NUTS, PyMC default init", None), ("NUTS, CNMF-SPA-EM init", point)]:
+    common = dict(
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
+        random_seed=args.seed,
+        progressbar=False,
+    )
+    for label, init in [
+        ("NUTS, PyMC default init", None),
+        ("NUTS, CNMF-SPA-EM init", point),
+    ]:
         t0 = time.perf_counter()
         idata = sample(model, init=init, **common)
         summarize(label, idata, time.perf_counter() - t0)
     t0 = time.perf_counter()
-    idata = sample(model, init=point, method="advi", draws=args.draws,
-                   advi_iterations=args.advi_iterations, random_seed=args.seed,
-                   progressbar=False)
+    idata = sample(
+        model,
+        init=point,
+        method="advi",
+        draws=args.draws,
+        advi_iterations=args.advi_iterations,
+        random_seed=args.seed,
+        progressbar=False,
+    )
     after = convergence_summary(idata)
-    print(f"| ADVI ({args.advi_iterations} it.), CNMF-SPA-EM init | "
-          f"{time.perf_counter() - t0:.1f} | - | - | - | - (1 chain) "
-          f"| {after['table']['ess_bulk_min'].min():.0f} |", flush=True)
+    print(
+        f"| ADVI ({args.advi_iterations} it.), CNMF-SPA-EM init | "
+        f"{time.perf_counter() - t0:.1f} | - | - | - | - (1 chain) "
+        f"| {after['table']['ess_bulk_min'].min():.0f} |",
+        flush=True,
+    )
 
 
 def main():
@@ -68,8 +87,9 @@ def main():
     ap.add_argument("--sets", nargs="+", default=["simulated", "car", "votes"])
     args = ap.parse_args()
     if "simulated" in args.sets:
-        data, _ = make_latent_class(2000, 10, 5, 0.5, n_variables=5, drop_empty_rows=True,
-                                    random_state=args.seed)
+        data, _ = make_latent_class(
+            2000, 10, 5, 0.5, n_variables=5, drop_empty_rows=True, random_state=args.seed
+        )
         run("simulated S=2000, N=5, I=10, F=5, p=0.5", data, 5, args)
     if "car" in args.sets:
         run("UCI Car", load_car().data, 5, args)

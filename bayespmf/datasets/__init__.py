@@ -23,11 +23,13 @@ from bayespmf.datasets._simulate import (
     make_latent_class,
     make_simplex_nest,
 )
+from bayespmf.datasets._simulate_nmf import PurificationTruth, make_purification_data
 
 __all__ = [
     "Dataset",
     "DatasetInfo",
     "LatentClassTruth",
+    "PurificationTruth",
     "SimplexNestTruth",
     "UnknownDatasetError",
     "describe",
@@ -40,6 +42,7 @@ __all__ = [
     "load_nursery",
     "load_votes",
     "make_latent_class",
+    "make_purification_data",
     "make_simplex_nest",
     "movielens_genres",
 ]

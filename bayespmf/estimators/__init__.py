@@ -1,6 +1,15 @@
 """scikit-learn-style estimators over the kernels."""
 
 from bayespmf.estimators.latent_class import METHODS, LatentClassPMF, NotFittedError
+from bayespmf.estimators.purification import PurificationNMF
 from bayespmf.estimators.simplex import GDM, VLAD, SimplexSPA
 
-__all__ = ["GDM", "METHODS", "VLAD", "LatentClassPMF", "NotFittedError", "SimplexSPA"]
+__all__ = [
+    "GDM",
+    "METHODS",
+    "VLAD",
+    "LatentClassPMF",
+    "NotFittedError",
+    "PurificationNMF",
+    "SimplexSPA",
+]

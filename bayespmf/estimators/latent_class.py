@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 import warnings
 from pathlib import Path
@@ -37,6 +38,22 @@ METHODS = {
     "on the pairwise marginals",
     "cnmf-spa-em": "CNMF-SPA, then EM on the full data (Ibrahim & Fu, Sec. 5)",
     "cnmf-spa-squarem": "CNMF-SPA, then SQUAREM-PMF accelerated EM",
+    "juror": "JUROR (Vora et al., Alg. 1: G1+G2+G3) on one-way marginals of random "
+    "2-sparse projections",
+    "juror-b": "JUROR ablation G1+G3",
+    "juror-c": "JUROR ablation G1+G2",
+    "ctd": "CTD baseline (Kargas et al.): coupled factorization of the triple marginals",
+    "ad-em": "MLE-AD-EM baseline (Yeredor & Haardt): alternating directions, then EM",
+}
+
+#: Methods run by a kernel of their own (no EM stage inside the estimator):
+#: method -> (module, function, extra keyword arguments).
+_OTHER_KERNELS = {
+    "juror": ("bayespmf.kernels.juror", "juror", {"variant": "a"}),
+    "juror-b": ("bayespmf.kernels.juror", "juror", {"variant": "b"}),
+    "juror-c": ("bayespmf.kernels.juror", "juror", {"variant": "c"}),
+    "ctd": ("bayespmf.kernels.ctd", "ctd", {}),
+    "ad-em": ("bayespmf.kernels.ad_em", "ad_em", {}),
 }
 
 #: Per-method defaults of (max_iter, tol), used when the estimator is given None.
@@ -44,13 +61,53 @@ DEFAULT_MAX_ITER = {"em": 1000, "squarem": 1000, "cnmf-opt": 3000}
 DEFAULT_TOL = {"em": 1e-7, "squarem": 1e-7, "cnmf-opt": 1e-6}
 
 #: Entries of a geometric estimate are floored at this value (then renormalized) before
-#: EM starts from it: an exact zero is absorbing for EM and makes the likelihood of a
-#: row that needs it -inf, while 1e-6 is far below any probability the data resolve.
+#: EM starts from it, and in the final estimates of the marginal-based methods: an exact
+#: zero is absorbing for EM and makes the likelihood of a row that needs it -inf, while
+#: 1e-6 is far below any probability the data resolve.
 INIT_FLOOR = 1e-6
 
 #: Format tag of saved fits; a file with another major version is refused.
 _FORMAT = "bayespmf.LatentClassPMF"
 _FORMAT_VERSION = 1
+
+
+#: Methods whose last stage is EM (or SQUAREM-PMF) run inside the estimator.
+_EM_METHODS = ("em", "squarem", "cnmf-spa-em", "cnmf-spa-squarem")
+
+
+class InMemorySource:
+    """The data passes of :meth:`LatentClassPMF.fit` on in-memory codes.
+
+    Another backend (``bayespmf.dask``) supplies the same four methods over chunked
+    data, so every estimation method runs the same stages whatever holds the rows.
+    """
+
+    def __init__(self, codes, n_categories, names=None, categories=None):
+        self.codes = codes
+        self.n_categories = np.asarray(n_categories, dtype=np.int64)
+        self.names, self.categories = names, categories
+
+    def pairwise_marginals(self):
+        """Empirical pairwise marginals of all variable pairs."""
+        from bayespmf.marginals import pairwise_marginals
+
+        return pairwise_marginals(self.codes, self.n_categories)
+
+    def triple_marginals(self):
+        """Empirical triple marginals of all variable triples."""
+        from bayespmf.marginals import triple_marginals
+
+        return triple_marginals(self.codes, self.n_categories)
+
+    def categorical(self) -> CategoricalData:
+        """The rows themselves (for kernels that need them: JUROR, AD-EM)."""
+        return CategoricalData(self.codes, self.n_categories)
+
+    def fit_em(self, rank, **kwargs):
+        """EM or SQUAREM-PMF on the rows (keywords of ``bayespmf.kernels.em.fit_em``)."""
+        from bayespmf.kernels.em import fit_em
+
+        return fit_em(self.codes, rank, n_categories=self.n_categories, **kwargs)
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -77,10 +134,11 @@ def max_identifiable_rank(n_categories) -> int:
     >>> max_identifiable_rank([4, 4, 4, 4, 3, 3, 3])
     363
     """
-    n_cat = np.asarray(n_categories, dtype=np.float64)
-    free_joint = np.prod(n_cat) - 1.0
-    per_class = 1.0 + np.sum(n_cat - 1.0)
-    return int(max(1, np.floor((free_joint + 1.0) / per_class)))
+    # exact integer arithmetic: the product of the alphabet sizes overflows float64
+    # beyond ~1e308 (e.g. 400 variables of 10 categories)
+    n_cat = [int(i) for i in np.asarray(n_categories).ravel()]
+    per_class = 1 + sum(i - 1 for i in n_cat)
+    return max(1, math.prod(n_cat) // per_class)
 
 
 class LatentClassPMF:
@@ -186,10 +244,20 @@ class LatentClassPMF:
                 f"Got {self.method!r}.{hint}"
             )
         stage = "cnmf-opt" if self.method == "cnmf-opt" else "em"
-        max_iter = DEFAULT_MAX_ITER[stage] if self.max_iter is None else self.max_iter
-        tol = DEFAULT_TOL[stage] if self.tol is None else self.tol
-        self._max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
-        self._tol = check_float(tol, "tol", owner=owner, low=0.0)
+        # kernels of other methods keep their own defaults unless the user sets one
+        own = self.method in _OTHER_KERNELS
+        max_iter = (
+            (None if own else DEFAULT_MAX_ITER[stage])
+            if self.max_iter is None
+            else self.max_iter
+        )
+        tol = (None if own else DEFAULT_TOL[stage]) if self.tol is None else self.tol
+        self._max_iter = (
+            None
+            if max_iter is None
+            else check_int(max_iter, "max_iter", owner=owner, low=1)
+        )
+        self._tol = None if tol is None else check_float(tol, "tol", owner=owner, low=0.0)
         limit = max_identifiable_rank(n_cat)
         if rank > limit:
             raise DataValidationError(
@@ -222,15 +290,20 @@ class LatentClassPMF:
             Malformed data, a variable never observed, or a rank that cannot be
             identified.
         """
-        from bayespmf.kernels.em import fit_em
-
         t0 = time.perf_counter()
         codes, n_cat = as_codes(data, n_categories, name="data")
-        rank = self._validate(n_cat)
         keep = (codes >= 0).any(axis=1)
         if not keep.any():
             raise DataValidationError("Every row of 'data' is entirely missing.")
         codes = codes[keep] if not keep.all() else codes
+        names = data.names if isinstance(data, CategoricalData) else None
+        categories = data.categories if isinstance(data, CategoricalData) else None
+        return self._fit_source(InMemorySource(codes, n_cat, names, categories), t0)
+
+    def _fit_source(self, source, t0: float) -> LatentClassPMF:
+        """Run the stages of ``method`` on a data source (see :class:`InMemorySource`)."""
+        n_cat = source.n_categories
+        rank = self._validate(n_cat)
         rng = check_random_state(self.random_state)
         method = self.method
         info: dict = {}
@@ -238,9 +311,8 @@ class LatentClassPMF:
         n_iter, trace, converged = 0, np.array([]), True
         if method.startswith("cnmf"):
             from bayespmf.kernels.cnmf import cnmf_opt, cnmf_spa
-            from bayespmf.marginals import pairwise_marginals
 
-            marg = pairwise_marginals(codes, n_cat)
+            marg = source.pairwise_marginals()
             if method == "cnmf-opt":
                 # started from CNMF-SPA, as the paper proposes (Sec. 4.2)
                 params, opt_info = cnmf_opt(
@@ -258,15 +330,28 @@ class LatentClassPMF:
             else:
                 params, spa_info = cnmf_spa(marg, rank, random_state=rng)
                 info["cnmf_spa"] = spa_info
-        if method in ("em", "squarem", "cnmf-spa-em", "cnmf-spa-squarem"):
+        if method in _OTHER_KERNELS:
+            import importlib
+
+            module, func, extra = _OTHER_KERNELS[method]
+            kernel = getattr(importlib.import_module(module), func)
+            kwargs = dict(extra, random_state=rng, progressbar=self.progressbar)
+            if self._max_iter is not None:
+                kwargs["max_iter"] = self._max_iter
+            if self._tol is not None:
+                kwargs["tol"] = self._tol
+            stats = source.triple_marginals() if method == "ctd" else source.categorical()
+            params, k_info = kernel(stats, rank, **kwargs)
+            info[method] = k_info
+            n_iter = int(_get(k_info, "n_iter", 0))
+            converged = bool(_get(k_info, "converged", True))
+        if method in _EM_METHODS:
             init = None if params is None else _floor(params)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", ConvergenceWarning)
-                params, em_info = fit_em(
-                    codes,
+                params, em_info = source.fit_em(
                     rank,
                     init=init,
-                    n_categories=n_cat,
                     accelerate="squarem" if method.endswith("squarem") else None,
                     max_iter=self._max_iter,
                     tol=self._tol,
@@ -289,8 +374,12 @@ class LatentClassPMF:
                     f"log-likelihood change fell below tol={self._tol}. Increase "
                     "max_iter or tol.",
                     ConvergenceWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
+        if method not in _EM_METHODS and method != "ad-em":
+            # Estimates from marginals (NNLS, projections) can hold exact zeros, which
+            # would give observed rows likelihood 0 (score -inf): smooth them.
+            params = _floor(params)
         params = check_params(params.weights, params.factors, n_cat, atol=1e-6)
         self._set_fitted(params, n_cat)
         self.n_iter_ = n_iter
@@ -298,8 +387,7 @@ class LatentClassPMF:
         self.converged_ = converged
         self.info_ = info
         self.fit_time_ = time.perf_counter() - t0
-        self._names = data.names if isinstance(data, CategoricalData) else None
-        self._categories = data.categories if isinstance(data, CategoricalData) else None
+        self._names, self._categories = source.names, source.categories
         return self
 
     def _set_fitted(self, params: LatentClassParams, n_cat) -> None:

@@ -519,6 +519,9 @@ class EMKernel:
         indicator[block, np.arange(n_stack)] = 1.0
         self._block = pytensor.shared(block.astype(np.int64), name="block")
         self._indicator = pytensor.shared(indicator, name="block_indicator")
+        self._weight_denominator = pytensor.shared(
+            np.float64(self.n_rows + self.rank * COUNT_FLOOR), name="weight_denominator"
+        )
         self._step_fn = self._compile_step()
         self._loglik_fn = None
 
@@ -532,7 +535,9 @@ class EMKernel:
         )
         counts = counts + COUNT_FLOOR
         colsum = pt.dot(self._indicator, counts)[self._block]
-        w_new = (totals + COUNT_FLOOR) / (self.n_rows + self.rank * COUNT_FLOOR)
+        # a shared scalar, not a constant: a constant would be compiled into the fused
+        # C loop, so every new row count would compile (~1 s) and cache a new module
+        w_new = (totals + COUNT_FLOOR) / self._weight_denominator
         return pytensor.function([w, a], [w_new, counts / colsum, ll], mode=self._mode)
 
     def _check(self, weights, factors_stacked):

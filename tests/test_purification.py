@@ -1,0 +1,135 @@
+import numpy as np
+import pytest
+
+from bayespmf import DataValidationError
+from bayespmf.datasets._simulate_nmf import make_purification_data
+from bayespmf.estimators.purification import PurificationNMF
+from bayespmf.kernels.purification import (
+    balance_columns,
+    min_inf_pinv,
+    pair_moment,
+    purification,
+)
+
+
+def _err(a, truth):
+    return np.abs(a / a.sum(axis=0) - truth).sum(axis=0).max()
+
+
+@pytest.fixture(scope="module")
+def noiseless():
+    return make_purification_data(
+        20000, 16, 8, sparsity=2, init_quality=0.1, random_state=0
+    )
+
+
+def test_min_inf_pinv_is_left_inverse_with_smaller_inf_norm(rng):
+    a = rng.uniform(size=(12, 4))
+    b = min_inf_pinv(a)
+    assert np.allclose(b @ a, np.eye(4), atol=1e-8)
+    mp = np.linalg.pinv(a)
+    assert np.abs(b).sum(axis=1).max() <= np.abs(mp).sum(axis=1).max() + 1e-9
+
+
+def test_pair_moment_matches_enumeration(rng):
+    y, x = rng.random((6, 3)), rng.random((6, 2))
+    brute = sum(np.outer(y[i] - y[j], x[i] - x[j]) for i in range(6) for j in range(6))
+    assert np.allclose(pair_moment(y, x), brute / 36)
+
+
+def test_noiseless_simplified_case_from_warm_start(noiseless):
+    # Theorem 1, noiseless, (A2'), constant-quality warm start (l = 0.1)
+    Y, truth = noiseless
+    start = _err(truth.init, truth.components)
+    a, info = purification(
+        Y, truth.init, n_iter=40, eta=0.3, alpha=0.2, pinv_method="moore-penrose"
+    )
+    assert _err(a, truth.components) < 0.45 * start
+    assert info["change"][-1] < 1e-3 * info["change"][0]
+
+
+def test_more_samples_smaller_error():
+    errs = []
+    for n in (2000, 40000):
+        Y, t = make_purification_data(n, 16, 8, init_quality=0.1, random_state=1)
+        a, _ = purification(
+            Y,
+            t.init,
+            n_iter=30,
+            eta=0.3,
+            alpha=0.2,
+            balance=False,
+            pinv_method="moore-penrose",
+        )
+        errs.append(_err(a, t.components))
+    assert errs[1] < 0.5 * errs[0]
+
+
+def test_estimator_passes_arguments_and_is_deterministic(noiseless):
+    Y, truth = noiseless
+    Y = Y[:3000]
+    before = Y.copy()
+    kw = dict(
+        n_iter=5,
+        eta=0.3,
+        alpha=0.2,
+        balance=False,
+        batch_size=1000,
+        pinv_method="moore-penrose",
+        random_state=0,
+    )
+    m1 = PurificationNMF(8, **kw).fit(Y, init=truth.init)
+    a, info = purification(Y, truth.init, **kw)
+    assert np.array_equal(m1.components_, a)
+    assert m1.r_ == info["r"] and m1.n_iter_ == 5
+    assert np.array_equal(Y, before)
+    x = m1.transform(Y[:10])
+    assert x.shape == (10, 8) and np.all(x >= 0)
+    m2 = PurificationNMF(8, n_iter=3).fit(Y)  # SPA warm start
+    assert m2.components_.shape == (16, 8)
+
+
+def test_balancing_is_undone():
+    Y, t = make_purification_data(3000, 10, 4, init_quality=0.05, random_state=2)
+    d = balance_columns(Y, t.init, 0.1)
+    assert d.min() == pytest.approx(1.0)
+    a, info = purification(Y, t.init, n_iter=1, eta=1e-12, alpha=0.1)
+    assert np.allclose(a, t.init, atol=1e-9)
+    assert np.array_equal(info["scale"], d)
+
+
+def test_adversarial_and_unbiased_noise_are_bounded():
+    for kind in ("adversarial", "unbiased"):
+        Y, t = make_purification_data(
+            500, 10, 4, noise=kind, noise_level=0.01, random_state=0
+        )
+        assert np.abs(t.noise).max() == pytest.approx(0.01)
+        assert np.allclose(Y, t.weights @ t.components.T + t.noise)
+
+
+def test_errors(noiseless):
+    Y, truth = noiseless
+    with pytest.raises(DataValidationError, match="linearly dependent"):
+        min_inf_pinv(np.ones((4, 2)))
+    with pytest.raises(DataValidationError, match="at least as many rows"):
+        min_inf_pinv(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="'method'"):
+        min_inf_pinv(np.eye(2), method="svd")
+    with pytest.raises(DataValidationError, match="one row per feature"):
+        purification(Y, truth.init[:5])
+    with pytest.raises(ValueError, match="'eta'"):
+        purification(Y, truth.init, eta=0.0)
+    with pytest.raises(DataValidationError, match="constant"):
+        purification(Y, truth.init, alpha=100.0, balance=False)
+    with pytest.raises(DataValidationError, match="not fitted"):
+        PurificationNMF(2).transform(Y)
+    with pytest.raises(DataValidationError, match="must not exceed"):
+        PurificationNMF(20).fit(Y[:10])
+    with pytest.raises(DataValidationError, match="shape \\(n_features"):
+        PurificationNMF(8).fit(Y, init=np.ones((3, 3)))
+    with pytest.raises(DataValidationError, match="noise='none'"):
+        make_purification_data(10, 4, 2, noise_level=0.1)
+    with pytest.raises(DataValidationError, match="'weights'"):
+        make_purification_data(10, 4, 2, weights="gauss")
+    with pytest.raises(DataValidationError, match="n_features >= n_components"):
+        make_purification_data(10, 2, 4)

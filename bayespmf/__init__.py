@@ -14,7 +14,7 @@ Examples
 (5,)
 """
 
-from bayespmf import datasets, io
+from bayespmf import datasets, io, tasks
 from bayespmf._validation import ConvergenceWarning, DataValidationError
 from bayespmf.data import MISSING, CategoricalData
 from bayespmf.estimators import GDM, VLAD, LatentClassPMF, PurificationNMF, SimplexSPA
@@ -38,4 +38,5 @@ __all__ = [
     "datasets",
     "io",
     "squarem",
+    "tasks",
 ]

@@ -16,11 +16,17 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
-        "run", help="run a model specification (TOML), e.g. models/car.toml"
+        "run",
+        help="run a model specification (TOML), e.g. models/car.toml",
+        description="Fit, sample and evaluate as a TOML specification says; every key "
+        "is checked before any work starts. See bayespmf.spec for the format.",
     )
     run.add_argument("spec", help="path of the .toml specification")
     run.add_argument("--out", help="output directory (overrides output.dir)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.add_argument(
+        "--check", action="store_true", help="only validate the specification, run nothing"
+    )
     ds = sub.add_parser("datasets", help="list the shipped data sets or describe one")
     ds.add_argument("name", nargs="?", help="a data set to describe")
     return parser
@@ -50,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         from bayespmf.spec import load_spec
 
         spec = load_spec(args.spec)
+        if args.check:
+            print(f"{args.spec}: valid")
+            return 0
         run_spec(spec, out_dir=args.out, progressbar=not args.no_progress)
         return 0
     except DataValidationError as err:

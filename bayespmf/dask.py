@@ -965,7 +965,9 @@ class _DaskSource:
             "LatentClassPMF.fit(ddata.compute())."
         )
 
-    def fit_em(self, rank, *, init, accelerate, max_iter, tol, random_state, progressbar):
+    def fit_em(
+        self, rank, *, init, accelerate, max_iter, tol, random_state, progressbar, callback
+    ):
         params, info, _ = _fit_em_dask(
             self.ddata,
             rank,
@@ -976,7 +978,7 @@ class _DaskSource:
             random_state=random_state,
             persist=self._persist,
             progressbar=progressbar,
-            callback=None,
+            callback=callback,
             owner="fit_latent_class",
             **self._kw,
         )

@@ -1,16 +1,119 @@
-"""Carry out a model specification: load, summarize, fit, evaluate and write results."""
+"""Carry out a model specification: load, fit, sample, evaluate, write results.
+
+The steps of :func:`run_spec`, each announced with its elapsed time:
+
+1. load the data set, write ``summary.csv``;
+2. ``[fit]``: split off ``data.test_fraction`` of the rows, fit a
+   :class:`~bayespmf.estimators.LatentClassPMF` on the rest (a rank grid is resolved by
+   held-out log-likelihood), write ``fit.npz``, ``estimate.nc`` and ``factors.png``;
+3. ``[sample]``: NUTS or ADVI on the same training rows started from the fit, with the
+   classes aligned to it; write ``posterior.nc``, ``convergence.json``/``.txt`` and
+   ``trace.png``;
+4. ``[task]``: :func:`bayespmf.tasks.classify` or :func:`bayespmf.tasks.predict_ratings`
+   with its baselines; write ``task.csv``, ``task.md`` and ``task.png``;
+5. ``results.json``: everything measured, in one file.
+"""
 
 from __future__ import annotations
 
+import json
+import time
+import warnings
 from pathlib import Path
+
+import numpy as np
 
 from bayespmf.spec import RunSpec
 
-__all__ = ["run_spec"]
+__all__ = ["estimate_dataset", "run_spec", "table_to_markdown"]
+
+#: Largest number of variables drawn in factor heatmaps and trace plots (a figure per
+#: variable beyond that is unreadable; 12 covers the UCI sets but Mushroom).
+_MAX_PLOTTED = 12
 
 
 def _say(msg: str) -> None:
     print(msg, flush=True)  # noqa: T201 - the runner's job is to report
+
+
+class _Step:
+    """Announce a step and, on exit, how long it took."""
+
+    def __init__(self, title: str):
+        self.title = title
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        _say(f"== {self.title} ...")
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            _say(f"   done in {time.perf_counter() - self.t0:.1f} s")
+
+
+def _nc_name(name: str) -> str:
+    # HDF5 (netCDF4) names cannot contain "/"
+    return name.replace("/", "_")
+
+
+def estimate_dataset(est, data):
+    """A point estimate as an :class:`xarray.Dataset` laid out like the posterior.
+
+    Variables ``weights`` (``class``) and ``A_<name>`` (``class``, ``<name>_category``),
+    the names and dimensions of :func:`bayespmf.models.latent_class_model`, so a point
+    estimate and posterior draws can be compared variable by variable.
+
+    Examples
+    --------
+    >>> from bayespmf import CategoricalData
+    >>> from bayespmf.estimators import LatentClassPMF
+    >>> d = CategoricalData.from_codes([[0, 1], [1, 0]], names=["a", "b"])
+    >>> est = LatentClassPMF.from_params([1.0], [np.array([[0.5], [0.5]])] * 2)
+    >>> sorted(estimate_dataset(est, d).data_vars)
+    ['A_a', 'A_b', 'weights']
+    """
+    import xarray as xr
+
+    from bayespmf.models.latent_class import category_dim, factor_var_name
+
+    coords = {"class": np.arange(est.weights_.size)}
+    variables = {"weights": (("class",), est.weights_)}
+    for name, cats, a in zip(data.names, data.categories, est.factors_, strict=True):
+        dim = _nc_name(category_dim(name))
+        coords[dim] = [str(c) for c in cats]
+        variables[_nc_name(factor_var_name(name))] = (("class", dim), np.asarray(a).T)
+    attrs = {
+        "method": str(est.method),
+        "rank": int(est.weights_.size),
+        "n_iter": int(getattr(est, "n_iter_", 0)),
+        "converged": int(bool(getattr(est, "converged_", True))),
+    }
+    return xr.Dataset(variables, coords=coords, attrs=attrs)
+
+
+def table_to_markdown(table, float_format: str = "{:.3f}") -> str:
+    """A DataFrame as a GitHub Markdown table (no extra dependency).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> print(table_to_markdown(pd.DataFrame({"a": [1.0]}, index=["x"])))
+    |  | a |
+    | --- | --- |
+    | x | 1.000 |
+    """
+
+    def fmt(v):
+        if isinstance(v, float | np.floating):
+            return "" if np.isnan(v) else float_format.format(v)
+        return str(v)
+
+    head = [str(table.index.name or "")] + [str(c) for c in table.columns]
+    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(["---"] * len(head)) + " |"]
+    for idx, row in table.iterrows():
+        lines.append("| " + " | ".join([str(idx)] + [fmt(v) for v in row]) + " |")
+    return "\n".join(lines)
 
 
 def run_spec(
@@ -21,48 +124,74 @@ def run_spec(
     Returns
     -------
     dict
-        What was computed (``summary`` DataFrame and, when fitted, the results).
+        What was computed: ``summary`` (DataFrame), ``out_dir``, and when run,
+        ``estimator``, ``metrics``, ``idata``, ``convergence``, ``task_table``.
     """
-    from bayespmf import datasets
-
-    name = spec.data["name"]
-    dataset = datasets.load(name, **spec.data["options"])
-    data = dataset.data
-    out = Path(out_dir or spec.output.get("dir") or f"results/{name}")
-    out.mkdir(parents=True, exist_ok=True)
-    summary = data.summary()
-    summary.to_csv(out / "summary.csv")
-    _say(f"{name}: {data!r}")
-    _say(summary.to_string(float_format=lambda v: f"{v:.1f}"))
-    results: dict = {"summary": summary, "out_dir": out}
-    _say(f"wrote {out / 'summary.csv'}")
-    if spec.fit is not None:
-        results.update(_fit_and_evaluate(spec, data, dataset.target, out, progressbar))
-    return results
-
-
-def _fit_and_evaluate(spec: RunSpec, data, default_target, out: Path, progressbar: bool):
-    import json
-
     import matplotlib
 
     matplotlib.use("Agg")
+    from bayespmf import datasets
+
+    t_start = time.perf_counter()
+    name = spec.data["name"]
+    out = Path(out_dir or spec.output.get("dir") or f"results/{name}")
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict = {"out_dir": out}
+    metrics: dict = {"spec": str(spec.path), "data": name, "seed": spec.seed}
+    written: list[str] = []
+    with _Step(f"loading {name}"):
+        dataset = datasets.load(name, **spec.data["options"])
+        data = dataset.data
+        target = spec.data["target"] or dataset.target
+        if target is not None:
+            data.index_of(target)  # fail early on a bad target name
+        summary = data.summary()
+        summary.to_csv(out / "summary.csv")
+        written.append("summary.csv")
+        _say(f"   {name}: {data!r}")
+        _say(summary.to_string(float_format=lambda v: f"{v:.1f}"))
+    results["summary"] = summary
+    est = train = test = None
+    if spec.fit is not None:
+        est, train, test = _fit(spec, data, target, out, metrics, written, progressbar)
+        results["estimator"] = est
+    if spec.sample is not None:
+        idata, conv = _sample(
+            spec, data, target, est, train, test, out, metrics, written, progressbar
+        )
+        results["idata"], results["convergence"] = idata, conv
+    if spec.task is not None:
+        results["task_table"] = _task(
+            spec, data, target, out, metrics, written, progressbar
+        )
+    metrics["total_seconds"] = round(time.perf_counter() - t_start, 2)
+    (out / "results.json").write_text(json.dumps(metrics, indent=2, default=str))
+    written.append("results.json")
+    _say(f"wrote {', '.join(str(out / w) for w in written)}")
+    _say(f"total {metrics['total_seconds']:.1f} s")
+    results["metrics"] = metrics
+    return results
+
+
+def _fit(spec, data, target, out, metrics, written, progressbar):
     import matplotlib.pyplot as plt
-    import numpy as np
 
     from bayespmf.estimators import LatentClassPMF
     from bayespmf.metrics import accuracy
+    from bayespmf.models import select_rank
     from bayespmf.plots import plot_factors
 
     fit = spec.fit
     seed = fit["random_state"]
-    target = spec.data["target"] or default_target
-    if target is not None:
-        data.index_of(target)  # fail early on a bad target name
-    train, test = data.train_test_split(
-        1.0 - spec.data["test_fraction"], spec.data["test_fraction"], random_state=seed
-    )
-    rank = fit["rank"] or 5
+    tf = spec.data["test_fraction"]
+    train, test = data.train_test_split(1.0 - tf, tf, random_state=seed)
+    rank = fit["rank"]
+    res: dict = {"method": fit["method"]}
+    if isinstance(rank, list):
+        with _Step(f"choosing the rank among {rank} by held-out log-likelihood"):
+            table, rank = select_rank(train, rank, method=fit["method"], random_state=seed)
+            _say(table.to_string(float_format=lambda v: f"{v:.4f}"))
+            res["rank_selection"] = table.reset_index().to_dict(orient="records")
     est = LatentClassPMF(
         rank,
         method=fit["method"],
@@ -71,34 +200,234 @@ def _fit_and_evaluate(spec: RunSpec, data, default_target, out: Path, progressba
         random_state=seed,
         progressbar=progressbar,
     )
-    _say(f"fitting {est!r} on {train.n_samples} training rows ...")
-    est.fit(train)
-    res = {
-        "method": fit["method"],
-        "rank": rank,
-        "fit_seconds": round(est.fit_time_, 3),
-        "n_iter": int(est.n_iter_),
-        "converged": bool(est.converged_),
-        "train_loglik_per_row": est.score(train),
-        "test_loglik_per_row": est.score(test),
-    }
+    with _Step(f"fitting {est!r} on {train.n_samples} training rows"):
+        est.fit(train)
+    res.update(
+        rank=int(rank),
+        fit_seconds=round(est.fit_time_, 3),
+        n_iter=int(est.n_iter_),
+        converged=bool(est.converged_),
+        train_loglik_per_row=est.score(train),
+        test_loglik_per_row=est.score(test),
+    )
     if target is not None:
         j = data.index_of(target)
         obs = test.mask[:, j]
         y = test.codes[obs, j]
-        pred = est.predict(test[obs], j)
         majority = int(np.argmax(np.bincount(train.codes[train.mask[:, j], j])))
         res["target"] = target
-        res["test_accuracy_%"] = 100 * accuracy(y, pred)
+        res["test_accuracy_%"] = 100 * accuracy(y, est.predict(test[obs], j))
         res["majority_class_accuracy_%"] = 100 * accuracy(y, np.full_like(y, majority))
     for k, v in res.items():
-        _say(f"  {k}: {v:.4f}" if isinstance(v, float) else f"  {k}: {v}")
+        if k != "rank_selection":
+            _say(f"   {k}: {v:.4f}" if isinstance(v, float) else f"   {k}: {v}")
+    metrics["fit"] = res
     est.save(out / "fit.npz")
-    (out / "results.json").write_text(json.dumps(res, indent=2))
-    fig = plot_factors(
-        est.weights_, est.factors_, names=data.names, categories=data.categories
+    written.append("fit.npz")
+    if spec.output["netcdf"]:
+        estimate_dataset(est, data).to_netcdf(out / "estimate.nc", engine="h5netcdf")
+        written.append("estimate.nc")
+    if spec.output["figures"]:
+        k = _MAX_PLOTTED
+        fig = plot_factors(
+            est.weights_,
+            est.factors_[:k],
+            names=data.names[:k],
+            categories=data.categories[:k],
+        )
+        fig.savefig(out / "factors.png", dpi=110)
+        plt.close(fig)
+        written.append("factors.png")
+    return est, train, test
+
+
+def _sample(spec, data, target, est, train, test, out, metrics, written, progressbar):
+    import arviz as az
+    import matplotlib.pyplot as plt
+
+    from bayespmf.models import convergence_summary, posterior_predict_proba, sample
+
+    s = spec.sample
+    train = train.drop_empty_rows()
+    from bayespmf.tasks import _n_cpus
+
+    cores = s["cores"] or min(s["chains"], _n_cpus())
+    label = (
+        f"NUTS, {s['chains']} chains x ({s['tune']} tune + {s['draws']} draws), "
+        f"{cores} cores"
+        if s["method"] == "nuts"
+        else f"ADVI, {s['advi_iterations']} iterations, {s['draws']} draws"
     )
-    fig.savefig(out / "factors.png", dpi=110)
-    plt.close(fig)
-    _say(f"wrote {out / 'fit.npz'}, {out / 'results.json'}, {out / 'factors.png'}")
-    return {"estimator": est, "metrics": res}
+    extra = (
+        {"cores": cores, "target_accept": s["target_accept"]}
+        if s["method"] == "nuts"
+        else {}
+    )
+    with _Step(f"sampling the rank-{est.weights_.size} posterior: {label}"):
+        idata = sample(
+            train,
+            rank=int(est.weights_.size),
+            init=est,
+            method=s["method"],
+            draws=s["draws"],
+            tune=s["tune"],
+            chains=s["chains"] if s["method"] == "nuts" else 1,
+            random_seed=s["random_seed"],
+            progressbar=progressbar,
+            advi_iterations=s["advi_iterations"],
+            **extra,
+        )
+    res: dict = {
+        "method": s["method"],
+        "sampling_seconds": round(float(idata.posterior.attrs["sampling_time"]), 2),
+    }
+    conv = None
+    with _Step("convergence diagnostics (classes aligned to the point estimate)"):
+        if s["method"] == "nuts":
+            conv = convergence_summary(idata)
+            _say(conv["table"].to_string(float_format=lambda v: f"{v:.3f}"))
+            _say(f"   divergences: {conv['divergences']}")
+            for p in conv["problems"]:
+                _say(f"   problem: {p}")
+            if conv["ok"]:
+                _say("   no problems found")
+            doc = {
+                "table": conv["table"].reset_index().to_dict(orient="records"),
+                "divergences": conv["divergences"],
+                "problems": conv["problems"],
+                "ok": conv["ok"],
+            }
+            (out / "convergence.json").write_text(json.dumps(doc, indent=2))
+            (out / "convergence.txt").write_text(
+                conv["table"].to_string(float_format=lambda v: f"{v:.3f}")
+                + f"\n\ndivergences: {conv['divergences']}\n"
+                + ("\n".join(f"problem: {p}" for p in conv["problems"]) or "no problems")
+                + "\n"
+            )
+            written += ["convergence.json", "convergence.txt"]
+            res["ok"], res["problems"] = conv["ok"], conv["problems"]
+            res["r_hat_max"] = float(conv["table"]["r_hat_max"].max())
+            res["ess_bulk_min"] = float(conv["table"]["ess_bulk_min"].min())
+        else:
+            _say("   (ADVI: no r-hat/ESS; the approximation is not checked by chains)")
+    if target is not None:
+        j = data.index_of(target)
+        obs = test.mask[:, j]
+        p = posterior_predict_proba(idata, test[obs], j, model_data=train)
+        res["posterior_predictive_test_accuracy_%"] = 100 * float(
+            np.mean(np.argmax(p, axis=1) == test.codes[obs, j])
+        )
+        _say(
+            "   posterior-predictive test accuracy: "
+            f"{res['posterior_predictive_test_accuracy_%']:.2f} %"
+        )
+    metrics["sample"] = res
+    if spec.output["netcdf"]:
+        renamed = idata.copy()
+        for group in renamed.groups():
+            ds = getattr(renamed, group)
+            mapping = {v: _nc_name(v) for v in list(ds.data_vars) + list(ds.dims)}
+            mapping = {k: v for k, v in mapping.items() if k != v}
+            if mapping:
+                setattr(renamed, group, ds.rename(mapping))
+        az.to_netcdf(renamed, out / "posterior.nc", engine="h5netcdf")
+        written.append("posterior.nc")
+    if spec.output["figures"]:
+        var_names = ["weights"] + [f"A_{n}" for n in data.names[: _MAX_PLOTTED // 4]]
+        with warnings.catch_warnings():
+            # arviz 0.23's plot_trace calls a matplotlib 3.11-deprecated helper
+            warnings.filterwarnings(
+                "ignore", "Passing a dict or None as alias_mapping", category=Warning
+            )
+            axes = az.plot_trace(idata, var_names=var_names, compact=True, show=False)
+        fig = np.asarray(axes).ravel()[0].figure
+        fig.suptitle("trace of the aligned draws")
+        fig.savefig(out / "trace.png", dpi=90)
+        plt.close(fig)
+        written.append("trace.png")
+    return idata, conv
+
+
+def _task(spec, data, target, out, metrics, written, progressbar):
+    import matplotlib.pyplot as plt
+
+    from bayespmf import tasks
+
+    t = spec.task
+    kw = {
+        "n_trials": t["n_trials"],
+        "random_state": t["random_state"],
+        "progressbar": progressbar,
+    }
+    if t["methods"] is not None:
+        kw["methods"] = t["methods"]
+    if t["baselines"] is not None:
+        kw["baselines"] = t["baselines"]
+    if t["ranks"] is not None:
+        kw["ranks"] = t["ranks"]
+    elif spec.fit is not None and isinstance(spec.fit["rank"], list):
+        kw["ranks"] = spec.fit["rank"]
+    if t["posterior"]:
+        s = spec.sample or {}
+        kw["posterior"] = {
+            "method": s.get("method", "nuts"),
+            "draws": s.get("draws", tasks.POSTERIOR_DEFAULTS["draws"]),
+            "tune": s.get("tune", tasks.POSTERIOR_DEFAULTS["tune"]),
+            "chains": s.get("chains", tasks.POSTERIOR_DEFAULTS["chains"]),
+            "n_trials": t["posterior_trials"],
+        }
+    dataset = data if t["kind"] == "ratings" else (data, target)
+    with _Step(f"task '{t['kind']}': {t['n_trials']} random splits, methods vs baselines"):
+        if t["kind"] == "classify":
+            from bayespmf.datasets import Dataset
+
+            table = tasks.classify(Dataset(*dataset), **kw)
+        else:
+            table = tasks.predict_ratings(dataset, **kw)
+    _say(table.drop(columns=["notes"]).to_string(float_format=lambda v: f"{v:.4f}"))
+    table.to_csv(out / "task.csv")
+    (out / "task.md").write_text(table_to_markdown(table) + "\n")
+    written += ["task.csv", "task.md"]
+    metrics["task"] = {
+        "kind": t["kind"],
+        "table": table.reset_index().to_dict(orient="records"),
+    }
+    if spec.output["figures"]:
+        fig = plot_task(table)
+        fig.savefig(out / "task.png", dpi=110)
+        plt.close(fig)
+        written.append("task.png")
+    return table
+
+
+def plot_task(table):
+    """Bar chart of a task table: accuracy or RMSE (mean ± std) per method.
+
+    Bars are coloured by kind (latent-class, posterior, baseline).
+    """
+    import matplotlib.pyplot as plt
+
+    metric = "accuracy" if "accuracy_mean" in table else "rmse"
+    colors = {"latent-class": "tab:blue", "posterior": "tab:purple", "baseline": "tab:gray"}
+    fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(table), 3.8), layout="constrained")
+    x = np.arange(len(table))
+    ax.bar(
+        x,
+        table[f"{metric}_mean"],
+        yerr=table[f"{metric}_std"],
+        color=[colors.get(k, "tab:blue") for k in table["kind"]],
+        capsize=3,
+    )
+    ax.set_xticks(x, table.index, rotation=40, ha="right", fontsize=8)
+    lo = float((table[f"{metric}_mean"] - table[f"{metric}_std"]).min())
+    hi = float((table[f"{metric}_mean"] + table[f"{metric}_std"]).max())
+    pad = 0.15 * (hi - lo + 1e-9)
+    ax.set_ylim(max(0.0, lo - pad), hi + pad)
+    ax.set_ylabel("test accuracy (%)" if metric == "accuracy" else "test RMSE")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
+    ax.legend(handles, list(colors), fontsize=7, loc="best")
+    ax.set_title(
+        f"{table.attrs.get('task', '')}: mean ± std over "
+        f"{int(table['n_trials'].max())} trials"
+    )
+    return fig

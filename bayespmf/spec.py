@@ -1,21 +1,52 @@
 """Model specifications (TOML) for ``bayespmf run``: parsing and validation.
 
-A specification names a shipped data set, what to fit and where to write. Every key is
-checked before any work starts; an unknown key, a wrong type or a missing file fails
-with a message that names the key and the file.
+A specification names a shipped data set, what to fit, whether to sample the posterior,
+which task to evaluate and where to write. Every key is checked before any work starts;
+an unknown key, a wrong type, a bad value or a missing file fails with a message that
+names the key and the file.
 
 Example specification (``models/car.toml``)::
 
-    [data]
-    name = "car"
+    seed = 0                      # seeds the split, the fit, the sampler and the task
 
-    [fit]
-    rank = 5
+    [data]
+    name = "car"                  # a shipped data set (bayespmf datasets)
+    target = "class"              # the variable to classify (default: the data set's)
+    options = {}                  # loader options, e.g. { genre = "Action" }
+    test_fraction = 0.3           # rows held out from the showcase fit
+
+    [fit]                         # the point estimate written to fit.npz / estimate.nc
+    rank = 5                      # or a grid, e.g. [3, 5, 8]: chosen by held-out log-lik
     method = "cnmf-spa-em"
-    random_state = 0
+
+    [sample]                      # optional: the posterior, written to posterior.nc
+    method = "nuts"               # or "advi"
+    draws = 500
+    tune = 500
+    chains = 2
+
+    [task]                        # optional: the application and its baselines
+    kind = "classify"             # or "ratings"
+    n_trials = 10
+    ranks = [2, 3, 5, 8, 12, 20]
 
     [output]
     dir = "results/car"
+
+Sections and keys (defaults in brackets):
+
+* top level: ``seed`` [0], ``description`` [""].
+* ``[data]``: ``name`` (required), ``target``, ``options`` [{}], ``test_fraction`` [0.3].
+* ``[fit]``: ``rank`` (int or list of int) [5], ``method`` ["cnmf-spa-em"],
+  ``max_iter``, ``tol``, ``random_state`` [seed].
+* ``[sample]``: ``method`` ["nuts"], ``draws`` [500], ``tune`` [500], ``chains`` [2],
+  ``cores`` [chains], ``target_accept`` [0.8], ``advi_iterations`` [20000],
+  ``random_seed`` [seed].
+* ``[task]``: ``kind`` ["classify" if the data set has a class variable, else
+  "ratings"], ``methods``, ``baselines``, ``n_trials`` [10], ``ranks``,
+  ``posterior`` [false] (add a posterior-predictive row with the ``[sample]``
+  settings), ``posterior_trials`` [1], ``random_state`` [seed].
+* ``[output]``: ``dir`` ["results/<name>"], ``figures`` [true], ``netcdf`` [true].
 """
 
 from __future__ import annotations
@@ -34,8 +65,29 @@ class SpecError(DataValidationError):
     """A model specification file is invalid."""
 
 
+class _ListOf:
+    """Schema type: a TOML array whose items are all of ``item`` (non-empty)."""
+
+    def __init__(self, item: type):
+        self.item = item
+        self.__name__ = f"list of {item.__name__}"
+
+
+_INTS = _ListOf(int)
+_STRS = _ListOf(str)
+
+#: Sampler methods accepted in [sample].
+_SAMPLERS = ("nuts", "advi")
+#: Task kinds accepted in [task].
+_TASKS = ("classify", "ratings")
+
 # section -> key -> (accepted types, default); a default of ... means required.
-_SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], object]]] = {
+# The section "" holds the top-level keys.
+_SCHEMA: dict[str, dict[str, tuple[tuple, object]]] = {
+    "": {
+        "seed": ((int,), 0),
+        "description": ((str,), ""),
+    },
     "data": {
         "name": ((str,), ...),
         "target": ((str,), None),
@@ -43,30 +95,185 @@ _SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], object]]] = {
         "test_fraction": ((float,), 0.3),
     },
     "fit": {
-        "rank": ((int,), None),
+        "rank": ((int, _INTS), 5),
         "method": ((str,), "cnmf-spa-em"),
-        "max_iter": ((int,), 500),
-        "tol": ((float,), 1e-7),
-        "random_state": ((int,), 0),
+        "max_iter": ((int,), None),
+        "tol": ((float,), None),
+        "random_state": ((int,), None),
+    },
+    "sample": {
+        "method": ((str,), "nuts"),
+        "draws": ((int,), 500),
+        "tune": ((int,), 500),
+        "chains": ((int,), 2),
+        "cores": ((int,), None),
+        "target_accept": ((float,), 0.8),
+        "advi_iterations": ((int,), 20000),
+        "random_seed": ((int,), None),
+    },
+    "task": {
+        "kind": ((str,), None),
+        "methods": ((_STRS,), None),
+        "baselines": ((_STRS,), None),
+        "n_trials": ((int,), 10),
+        "ranks": ((_INTS,), None),
+        "posterior": ((bool,), False),
+        "posterior_trials": ((int,), 1),
+        "random_state": ((int,), None),
     },
     "output": {
         "dir": ((str,), None),
+        "figures": ((bool,), True),
+        "netcdf": ((bool,), True),
     },
 }
+
+#: Sections that may be left out altogether (their absence means "do not do this").
+_OPTIONAL_SECTIONS = ("fit", "sample", "task")
 
 
 @dataclass
 class RunSpec:
-    """A validated specification (see the module docstring for the format)."""
+    """A validated specification (see the module docstring for the format).
+
+    ``fit``, ``sample`` and ``task`` are None when the section is absent; every other
+    key holds its value or its default.
+    """
 
     path: Path
+    seed: int = 0
+    description: str = ""
     data: dict = field(default_factory=dict)
     fit: dict | None = None
+    sample: dict | None = None
+    task: dict | None = None
     output: dict = field(default_factory=dict)
 
 
 def _fail(path, msg):
     raise SpecError(f"{path}: {msg}")
+
+
+def _type_ok(value, types) -> bool:
+    for t in types:
+        if isinstance(t, _ListOf):
+            if (
+                isinstance(value, list)
+                and value
+                and all(isinstance(v, t.item) and not isinstance(v, bool) for v in value)
+            ):
+                return True
+        elif isinstance(value, t) and not (isinstance(value, bool) and t is not bool):
+            return True
+    return False
+
+
+def _check_section(path, section, given, keys) -> dict:
+    values = {}
+    for key, value in given.items():
+        full = f"{section}.{key}" if section else key
+        if key not in keys:
+            close = difflib.get_close_matches(key, list(keys), n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            where = f"[{section}]" if section else "the top level"
+            _fail(path, f"unknown key '{full}'.{hint} Keys of {where}: {list(keys)}.")
+        types, _ = keys[key]
+        if float in types and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not _type_ok(value, types):
+            _fail(
+                path,
+                f"'{full}' must be of type {' or '.join(t.__name__ for t in types)}; "
+                f"got {value!r}.",
+            )
+        values[key] = value
+    for key, (_, default) in keys.items():
+        if key not in values:
+            if default is ...:
+                _fail(path, f"missing required key '{section}.{key}'.")
+            values[key] = default
+    return values
+
+
+def _one_of(path, key, value, allowed):
+    if value not in allowed:
+        close = difflib.get_close_matches(str(value), list(allowed), n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        _fail(path, f"'{key}' must be one of {list(allowed)}; got {value!r}.{hint}")
+
+
+def _at_least(path, key, value, low):
+    values = value if isinstance(value, list) else [value]
+    if any(v < low for v in values):
+        _fail(path, f"'{key}' must be >= {low}; got {value!r}.")
+
+
+def _check_values(path, spec: RunSpec) -> None:
+    from bayespmf.baselines import CLASSIFIERS, RATING_BASELINES
+    from bayespmf.datasets._registry import get_info
+    from bayespmf.estimators.latent_class import METHODS
+
+    try:
+        info = get_info(spec.data["name"])
+    except DataValidationError as err:
+        raise SpecError(f"{path}: 'data.name': {err}") from err
+    spec.data["name"] = info.name
+    if not 0.0 < spec.data["test_fraction"] < 1.0:
+        _fail(
+            path,
+            f"'data.test_fraction' must be in (0, 1); got {spec.data['test_fraction']}.",
+        )
+    if spec.fit is not None:
+        _at_least(path, "fit.rank", spec.fit["rank"], 1)
+        _one_of(path, "fit.method", spec.fit["method"], METHODS)
+        if spec.fit["max_iter"] is not None:
+            _at_least(path, "fit.max_iter", spec.fit["max_iter"], 1)
+        if spec.fit["tol"] is not None and spec.fit["tol"] < 0:
+            _fail(path, f"'fit.tol' must be >= 0; got {spec.fit['tol']}.")
+        if spec.fit["random_state"] is None:
+            spec.fit["random_state"] = spec.seed
+    if spec.sample is not None:
+        s = spec.sample
+        _one_of(path, "sample.method", s["method"], _SAMPLERS)
+        _at_least(path, "sample.draws", s["draws"], 1)
+        _at_least(path, "sample.tune", s["tune"], 0)
+        _at_least(path, "sample.chains", s["chains"], 1)
+        _at_least(path, "sample.advi_iterations", s["advi_iterations"], 1)
+        if s["cores"] is not None:
+            _at_least(path, "sample.cores", s["cores"], 1)
+        if not 0.0 < s["target_accept"] < 1.0:
+            _fail(
+                path, f"'sample.target_accept' must be in (0, 1); got {s['target_accept']}."
+            )
+        if s["random_seed"] is None:
+            s["random_seed"] = spec.seed
+        if spec.fit is None:
+            _fail(
+                path,
+                "[sample] needs a [fit] section: the fit starts and aligns the chains.",
+            )
+    if spec.task is not None:
+        t = spec.task
+        if t["kind"] is None:
+            t["kind"] = "ratings" if info.name == "movielens" else "classify"
+        _one_of(path, "task.kind", t["kind"], _TASKS)
+        for m in t["methods"] or ():
+            _one_of(path, "task.methods", m, METHODS)
+        allowed = CLASSIFIERS if t["kind"] == "classify" else RATING_BASELINES
+        for b in t["baselines"] or ():
+            _one_of(path, "task.baselines", b, allowed)
+        _at_least(path, "task.n_trials", t["n_trials"], 1)
+        _at_least(path, "task.posterior_trials", t["posterior_trials"], 1)
+        if t["ranks"] is not None:
+            _at_least(path, "task.ranks", t["ranks"], 1)
+        if t["random_state"] is None:
+            t["random_state"] = spec.seed
+        if (
+            t["kind"] == "classify"
+            and spec.data["target"] is None
+            and info.name in ("movielens",)
+        ):
+            _fail(path, "task.kind = 'classify' needs 'data.target' for this data set.")
 
 
 def load_spec(path: str | Path) -> RunSpec:
@@ -76,7 +283,8 @@ def load_spec(path: str | Path) -> RunSpec:
     ------
     SpecError
         Missing or unreadable file, invalid TOML, an unknown section or key (with a
-        "did you mean"), a value of the wrong type, or an unknown data set.
+        "did you mean"), a value of the wrong type or out of range, or an unknown data
+        set, method, sampler, task or baseline.
 
     Examples
     --------
@@ -91,8 +299,6 @@ def load_spec(path: str | Path) -> RunSpec:
     ...
     bayespmf.spec.SpecError: ...: unknown key 'fit.rnak'. Did you mean 'rank'? ...
     """
-    from bayespmf.datasets._registry import get_info
-
     path = Path(path)
     if not path.is_file():
         _fail(
@@ -103,55 +309,30 @@ def load_spec(path: str | Path) -> RunSpec:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise SpecError(f"{path}: not valid TOML: {err}") from err
-    spec = RunSpec(path=path)
-    for section in raw:
-        if section not in _SCHEMA:
-            close = difflib.get_close_matches(section, list(_SCHEMA), n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
-            _fail(path, f"unknown section [{section}].{hint} Sections: {list(_SCHEMA)}.")
+    sections = [s for s in _SCHEMA if s]
+    top = {}
+    for key, value in raw.items():
+        if isinstance(value, dict) and key not in _SCHEMA[""]:
+            if key not in _SCHEMA:
+                close = difflib.get_close_matches(key, sections, n=1)
+                hint = f" Did you mean '{close[0]}'?" if close else ""
+                _fail(path, f"unknown section [{key}].{hint} Sections: {sections}.")
+        elif key in sections:
+            _fail(path, f"'{key}' must be a table [{key}].")
+        else:
+            top[key] = value
     if "data" not in raw:
         _fail(path, 'missing section [data] (with at least name = "...").')
-    for section, keys in _SCHEMA.items():
-        given = raw.get(section)
-        if given is None:
+    spec = RunSpec(path=path)
+    for key, value in _check_section(path, "", top, _SCHEMA[""]).items():
+        setattr(spec, key, value)
+    for section in sections:
+        if section not in raw:
+            if section not in _OPTIONAL_SECTIONS:
+                setattr(spec, section, _check_section(path, section, {}, _SCHEMA[section]))
             continue
-        if not isinstance(given, dict):
-            _fail(path, f"'{section}' must be a table [{section}].")
-        values = {}
-        for key, value in given.items():
-            if key not in keys:
-                close = difflib.get_close_matches(key, list(keys), n=1)
-                hint = f" Did you mean '{close[0]}'?" if close else ""
-                _fail(
-                    path,
-                    f"unknown key '{section}.{key}'.{hint} Keys of "
-                    f"[{section}]: {list(keys)}.",
-                )
-            types, _ = keys[key]
-            ok = isinstance(value, types) and not (
-                isinstance(value, bool) and bool not in types
-            )
-            if float in types and isinstance(value, int) and not isinstance(value, bool):
-                value, ok = float(value), True
-            if not ok:
-                _fail(
-                    path,
-                    f"'{section}.{key}' must be of type "
-                    f"{'/'.join(t.__name__ for t in types)}; got {value!r}.",
-                )
-            values[key] = value
-        for key, (_, default) in keys.items():
-            if key not in values:
-                if default is ...:
-                    _fail(path, f"missing required key '{section}.{key}'.")
-                values[key] = default
-        setattr(spec, section, values)
-    try:
-        get_info(spec.data["name"])
-    except DataValidationError as err:
-        raise SpecError(f"{path}: 'data.name': {err}") from err
-    if spec.fit is not None and spec.fit["rank"] is not None and spec.fit["rank"] < 1:
-        _fail(path, f"'fit.rank' must be >= 1; got {spec.fit['rank']}.")
-    if not 0.0 < spec.data["test_fraction"] < 1.0:
-        _fail(path, "'data.test_fraction' must be in (0, 1).")
+        setattr(
+            spec, section, _check_section(path, section, raw[section], _SCHEMA[section])
+        )
+    _check_values(path, spec)
     return spec

@@ -63,3 +63,125 @@ def test_cli_datasets(capsys):
     assert "Congressional" in capsys.readouterr().out
     assert main(["datasets", "vote"]) == 2
     assert "Did you mean 'votes'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('sed = 1\n[data]\nname = "car"\n', r"unknown key 'sed'\. Did you mean 'seed'"),
+        ('[data]\nname = "car"\n[fit]\n[sample]\ndraw = 9\n', r"'sample\.draw'.*'draws'"),
+        (
+            '[data]\nname = "car"\n[fit]\n[sample]\nmethod = "hmc"\n',
+            r"'sample\.method' must be one of \['nuts', 'advi'\]",
+        ),
+        ('[data]\nname = "car"\n[sample]\n', r"\[sample\] needs a \[fit\] section"),
+        (
+            '[data]\nname = "car"\n[fit]\n[sample]\nchains = 0\n',
+            r"'sample\.chains' must be >= 1",
+        ),
+        (
+            '[data]\nname = "car"\n[task]\nranks = ["3"]\n',
+            r"'task\.ranks' must be of type list of int",
+        ),
+        ('[data]\nname = "car"\n[task]\nkind = "regress"\n', r"'task\.kind' must be one"),
+        (
+            '[data]\nname = "car"\n[task]\nmethods = ["cnmf-spaa"]\n',
+            r"'task\.methods'.*Did you mean 'cnmf-spa'",
+        ),
+        (
+            '[data]\nname = "movielens"\n[task]\nbaselines = ["naive-bayes"]\n',
+            r"'task\.baselines' must be one of \['global-average'",
+        ),
+        ('[data]\nname = "car"\n[fit]\nrank = [3, 0]\n', r"'fit\.rank' must be >= 1"),
+        ('[data]\nname = "car"\n[output]\nfigures = 1\n', r"'output\.figures'.*bool"),
+        (
+            '[data]\nname = "car"\ntest_fraction = 1.5\n',
+            r"'data\.test_fraction' must be in",
+        ),
+        ("data = 3\n", r"'data' must be a table \[data\]"),
+    ],
+)
+def test_bad_extended_specs(tmp_path, text, match):
+    p = write(tmp_path, text)
+    with pytest.raises(SpecError, match=match) as info:
+        load_spec(p)
+    assert str(p) in str(info.value)
+
+
+def test_spec_defaults_follow_seed(tmp_path):
+    p = write(tmp_path, 'seed = 4\n[data]\nname = "car"\n[fit]\n[sample]\n[task]\n')
+    spec = load_spec(p)
+    assert spec.fit["random_state"] == spec.sample["random_seed"] == 4
+    assert spec.task["random_state"] == 4 and spec.task["kind"] == "classify"
+    assert spec.sample["method"] == "nuts" and spec.sample["chains"] == 2
+
+
+def test_bad_spec_fails_before_any_work(tmp_path, capsys):
+    out = tmp_path / "out"
+    p = write(tmp_path, '[data]\nname = "car"\n[task]\nn_trials = 0\n')
+    assert main(["run", str(p), "--out", str(out)]) == 2
+    assert "'task.n_trials' must be >= 1" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_check_flag(tmp_path, capsys):
+    p = write(tmp_path, '[data]\nname = "car"\n')
+    assert main(["run", str(p), "--check"]) == 0
+    assert "valid" in capsys.readouterr().out
+
+
+def test_run_writes_estimate_task_and_figures(tmp_path):
+    import json
+
+    import numpy as np
+    import pandas as pd
+    import xarray as xr
+
+    from bayespmf.estimators import LatentClassPMF
+
+    out = tmp_path / "out"
+    p = write(
+        tmp_path,
+        "seed = 3\n"
+        '[data]\nname = "votes"\n'
+        '[fit]\nrank = 3\nmethod = "cnmf-spa-em"\n'
+        '[task]\nn_trials = 1\nranks = [2, 3]\nmethods = ["cnmf-spa"]\n'
+        'baselines = ["naive-bayes"]\n',
+    )
+    assert main(["run", str(p), "--out", str(out), "--no-progress"]) == 0
+    for f in [
+        "summary.csv",
+        "fit.npz",
+        "estimate.nc",
+        "factors.png",
+        "task.csv",
+        "task.md",
+        "task.png",
+        "results.json",
+    ]:
+        assert (out / f).is_file(), f
+    est = LatentClassPMF.load(out / "fit.npz")
+    with xr.open_dataset(out / "estimate.nc", engine="h5netcdf") as ds:
+        np.testing.assert_allclose(ds["weights"].values, est.weights_)
+        np.testing.assert_allclose(ds["A_class"].values, est.factors_[0].T)
+    table = pd.read_csv(out / "task.csv", index_col=0)
+    assert list(table.index) == ["cnmf-spa", "naive-bayes"]
+    assert (out / "task.md").read_text().startswith("| method |")
+    res = json.loads((out / "results.json").read_text())
+    assert res["fit"]["rank"] == 3 and res["task"]["kind"] == "classify"
+
+
+@pytest.mark.slow
+def test_run_with_advi_writes_posterior(tmp_path):
+    import arviz as az
+
+    out = tmp_path / "out"
+    p = write(
+        tmp_path,
+        '[data]\nname = "car"\n[fit]\nrank = 2\n'
+        '[sample]\nmethod = "advi"\nadvi_iterations = 300\ndraws = 50\n',
+    )
+    assert main(["run", str(p), "--out", str(out), "--no-progress"]) == 0
+    idata = az.from_netcdf(out / "posterior.nc", engine="h5netcdf")
+    assert idata.posterior.sizes["draw"] == 50
+    assert (out / "trace.png").is_file()

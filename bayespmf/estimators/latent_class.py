@@ -269,7 +269,7 @@ class LatentClassPMF:
         return rank
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, data, n_categories=None) -> LatentClassPMF:
+    def fit(self, data, n_categories=None, *, callback=None) -> LatentClassPMF:
         """Estimate the weights and factors from ``data``.
 
         Parameters
@@ -279,6 +279,10 @@ class LatentClassPMF:
             information and are ignored.
         n_categories : sequence of int, optional
             Alphabet sizes (taken from ``data`` when it is a CategoricalData).
+        callback : callable, optional
+            ``callback(n_iter, state)`` after every EM iteration (``state`` is an
+            :class:`~bayespmf.kernels.em.EMState`), e.g. to score intermediate
+            iterates on validation data; EM-based methods only.
 
         Returns
         -------
@@ -298,9 +302,11 @@ class LatentClassPMF:
         codes = codes[keep] if not keep.all() else codes
         names = data.names if isinstance(data, CategoricalData) else None
         categories = data.categories if isinstance(data, CategoricalData) else None
-        return self._fit_source(InMemorySource(codes, n_cat, names, categories), t0)
+        return self._fit_source(
+            InMemorySource(codes, n_cat, names, categories), t0, callback=callback
+        )
 
-    def _fit_source(self, source, t0: float) -> LatentClassPMF:
+    def _fit_source(self, source, t0: float, callback=None) -> LatentClassPMF:
         """Run the stages of ``method`` on a data source (see :class:`InMemorySource`)."""
         n_cat = source.n_categories
         rank = self._validate(n_cat)
@@ -357,6 +363,7 @@ class LatentClassPMF:
                     tol=self._tol,
                     random_state=rng,
                     progressbar=self.progressbar,
+                    callback=callback,
                 )
             info["em"] = em_info
             n_iter = int(em_info.n_iter)

@@ -19,6 +19,7 @@ def test_notebooks_exist():
         "car_joint_pmf.ipynb",
         "movielens_ratings.ipynb",
         "squarem_vs_em.ipynb",
+        "dsn_vlad_topics.ipynb",
     }
 
 

@@ -54,30 +54,25 @@ from __future__ import annotations
 import functools
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from bayespmf._progress import progress_bar
 from bayespmf._validation import (
-    ConvergenceWarning,
     DataValidationError,
     as_codes,
-    check_float,
     check_int,
 )
 from bayespmf.data import CategoricalData
 from bayespmf.kernels.em import (
     COUNT_FLOOR,
-    EMInfo,
-    EMState,
     EStepStats,
-    _check_init,
     _normalize_blocks,
     _observed_csr,
-    init_random,
+    check_em_args,
+    em_start,
+    run_em,
 )
 from bayespmf.marginals import (
     PairwiseAccumulator,
@@ -85,7 +80,7 @@ from bayespmf.marginals import (
     TripleAccumulator,
     TripleMarginals,
 )
-from bayespmf.pmf import LatentClassParams, offsets_of, split_factors
+from bayespmf.pmf import offsets_of
 
 __all__ = [
     "DEFAULT_CHUNK_ROWS",
@@ -800,69 +795,27 @@ def _fit_em_dask(
     owner,
     kernel=None,
 ):
-    if accelerate not in _ACCELERATORS:
-        raise ValueError(
-            f"The 'accelerate' parameter of {owner} must be None or 'squarem'. "
-            f"Got {accelerate!r}."
-        )
+    rank, max_iter, tol = check_em_args(accelerate, rank, max_iter, tol, callback, owner)
     ddata = _check_ddata(ddata, owner)
-    rank = check_int(rank, "rank", owner=owner, low=1)
-    max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
-    tol = check_float(tol, "tol", owner=owner, low=0.0)
-    if callback is not None and not callable(callback):
-        raise ValueError(
-            f"The 'callback' parameter of {owner} must be callable or None. Got "
-            f"{type(callback).__name__}."
-        )
     n_cat = ddata.n_categories
-    if init is None:
-        start = init_random(n_cat, rank, random_state)
-        w, a = start.weights, np.concatenate(start.factors, axis=0)
-    else:
-        w, a = _check_init(init, n_cat, rank)
+    w, a = em_start(init, n_cat, rank, random_state)
     if kernel is None:
         kernel = DaskEMKernel(
             ddata, rank, client=client, split_every=split_every, persist=persist
         )
-    if accelerate == "squarem":
-        from bayespmf.kernels.squarem import squarem_pmf_step
-
-        def advance(w, a):
-            w1, a1, ll, info = squarem_pmf_step(kernel.step, w, a, n_cat)
-            return w1, a1, ll, info.n_evals
-
-    else:
-
-        def advance(w, a):
-            return (*kernel.step(w, a), 1)
-
-    trace: list[float] = []
-    n_evals = 0
-    converged = stopped = False
-    desc = "SQUAREM-PMF (dask)" if accelerate else "EM (dask)"
-    with progress_bar(max_iter, desc, enabled=progressbar) as bar:
-        for it in range(1, max_iter + 1):
-            w, a, ll, k = advance(w, a)
-            n_evals += k
-            trace.append(ll)
-            bar.update()
-            bar.set_postfix(loglik=ll)
-            if len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol * abs(trace[-1]):
-                converged = True
-            if callback is not None and callback(it, EMState(w, a, ll)) is True:
-                stopped = True
-            if converged or stopped:
-                break
-    if not converged and not stopped:
-        warnings.warn(
-            f"{owner} did not converge in max_iter={max_iter} iterations (relative "
-            f"log-likelihood change above tol={tol}). Increase 'max_iter', loosen 'tol' "
-            "or try accelerate='squarem'.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    params = LatentClassParams(np.array(w), split_factors(a, n_cat))
-    return params, EMInfo(len(trace), n_evals, np.asarray(trace), converged), kernel
+    params, info = run_em(
+        kernel,
+        w,
+        a,
+        n_cat,
+        accelerate=accelerate,
+        max_iter=max_iter,
+        tol=tol,
+        progressbar=progressbar,
+        callback=callback,
+        owner=owner,
+    )
+    return params, info, kernel
 
 
 def fit_latent_class(

@@ -713,28 +713,71 @@ def fit_em(
     >>> info.converged, bool(np.all(np.diff(info.loglik_trace) >= -1e-9))
     (True, True)
     """
-    import warnings
+    rank, max_iter, tol = check_em_args(accelerate, rank, max_iter, tol, callback, "fit_em")
+    codes, n_cat = as_codes(data, n_categories)
+    w, a = em_start(init, n_cat, rank, random_state)
+    kernel = EMKernel(codes, n_cat, rank)
+    return run_em(
+        kernel,
+        w,
+        a,
+        n_cat,
+        accelerate=accelerate,
+        max_iter=max_iter,
+        tol=tol,
+        progressbar=progressbar,
+        callback=callback,
+        owner="fit_em",
+    )
 
+
+def check_em_args(accelerate, rank, max_iter, tol, callback, owner: str):
+    """Validate the loop arguments shared by every EM driver; return rank, max_iter, tol."""
     if accelerate not in _ACCELERATORS:
         raise ValueError(
-            "The 'accelerate' parameter of fit_em must be None or 'squarem'. "
+            f"The 'accelerate' parameter of {owner} must be None or 'squarem'. "
             f"Got {accelerate!r}."
         )
-    rank = check_int(rank, "rank", owner="fit_em", low=1)
-    max_iter = check_int(max_iter, "max_iter", owner="fit_em", low=1)
-    tol = check_float(tol, "tol", owner="fit_em", low=0.0)
     if callback is not None and not callable(callback):
         raise ValueError(
-            f"The 'callback' parameter of fit_em must be callable or None. Got "
+            f"The 'callback' parameter of {owner} must be callable or None. Got "
             f"{type(callback).__name__}."
         )
-    codes, n_cat = as_codes(data, n_categories)
+    return (
+        check_int(rank, "rank", owner=owner, low=1),
+        check_int(max_iter, "max_iter", owner=owner, low=1),
+        check_float(tol, "tol", owner=owner, low=0.0),
+    )
+
+
+def em_start(init, n_cat, rank, random_state):
+    """Starting ``(weights, factors_stacked)``: ``init`` checked, or RAND-EM's start."""
     if init is None:
         start = init_random(n_cat, rank, random_state)
-        w, a = start.weights, np.concatenate(start.factors, axis=0)
-    else:
-        w, a = _check_init(init, n_cat, rank)
-    kernel = EMKernel(codes, n_cat, rank)
+        return start.weights, np.concatenate(start.factors, axis=0)
+    return _check_init(init, n_cat, rank)
+
+
+def run_em(
+    kernel,
+    w,
+    a,
+    n_cat,
+    *,
+    accelerate,
+    max_iter,
+    tol,
+    progressbar,
+    callback,
+    owner: str,
+):
+    """The EM / SQUAREM-PMF loop over any kernel with ``step(w, A) -> (w, A, loglik)``.
+
+    Shared by :func:`fit_em` and the Dask driver (``bayespmf.dask``): stops when the
+    relative log-likelihood change is at most ``tol`` or ``callback`` returns True, and
+    warns (``ConvergenceWarning``) at ``max_iter``.
+    """
+    import warnings
 
     if accelerate == "squarem":
         from bayespmf.kernels.squarem import squarem_pmf_step
@@ -768,11 +811,11 @@ def fit_em(
                 break
     if not converged and not stopped:
         warnings.warn(
-            f"fit_em did not converge in max_iter={max_iter} iterations (relative "
+            f"{owner} did not converge in max_iter={max_iter} iterations (relative "
             f"log-likelihood change above tol={tol}). Increase 'max_iter', loosen 'tol' "
             "or try accelerate='squarem'.",
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     params = LatentClassParams(np.array(w), split_factors(a, n_cat))
     return params, EMInfo(len(trace), n_evals, np.asarray(trace), converged)

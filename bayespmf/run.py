@@ -342,6 +342,7 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
             axes = az.plot_trace(idata, var_names=var_names, compact=True, show=False)
         fig = np.asarray(axes).ravel()[0].figure
         fig.suptitle("trace of the aligned draws")
+        fig.set_layout_engine("constrained")  # keep panel titles off the tick labels
         fig.savefig(out / "trace.png", dpi=90)
         plt.close(fig)
         written.append("trace.png")

@@ -71,6 +71,7 @@ from bayespmf.kernels.em import (
     _normalize_blocks,
     _observed_csr,
     check_em_args,
+    check_step_args,
     em_start,
     run_em,
 )
@@ -662,15 +663,9 @@ class DaskEMKernel:
         self.n_rows = int(n_rows)
 
     def _check(self, weights, factors_stacked):
-        w = np.ascontiguousarray(weights, dtype=np.float64)
-        a = np.ascontiguousarray(factors_stacked, dtype=np.float64)
-        want = (int(self.offsets[-1]), self.rank)
-        if w.shape != (self.rank,) or a.shape != want:
-            raise ValueError(
-                f"DaskEMKernel expects weights of shape ({self.rank},) and "
-                f"factors_stacked of shape {want}; got {w.shape} and {a.shape}."
-            )
-        return w, a
+        return check_step_args(
+            weights, factors_stacked, self.offsets, self.rank, "DaskEMKernel"
+        )
 
     def statistics(self, weights, factors_stacked):
         """E-step statistics summed over the chunks.

@@ -541,15 +541,9 @@ class EMKernel:
         return pytensor.function([w, a], [w_new, counts / colsum, ll], mode=self._mode)
 
     def _check(self, weights, factors_stacked):
-        w = np.ascontiguousarray(weights, dtype=np.float64)
-        a = np.ascontiguousarray(factors_stacked, dtype=np.float64)
-        want = (int(self.offsets[-1]), self.rank)
-        if w.shape != (self.rank,) or a.shape != want:
-            raise ValueError(
-                f"EMKernel expects weights of shape ({self.rank},) and factors_stacked "
-                f"of shape {want}; got {w.shape} and {a.shape}."
-            )
-        return w, a
+        return check_step_args(
+            weights, factors_stacked, self.offsets, self.rank, "EMKernel"
+        )
 
     def step(self, weights, factors_stacked):
         """Apply the EM map once.
@@ -729,6 +723,19 @@ def fit_em(
         callback=callback,
         owner="fit_em",
     )
+
+
+def check_step_args(weights, factors_stacked, offsets, rank: int, owner: str):
+    """Contiguous float64 copies of a kernel's inputs, with their shapes checked."""
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    a = np.ascontiguousarray(factors_stacked, dtype=np.float64)
+    want = (int(offsets[-1]), rank)
+    if w.shape != (rank,) or a.shape != want:
+        raise ValueError(
+            f"{owner} expects weights of shape ({rank},) and factors_stacked of shape "
+            f"{want}; got {w.shape} and {a.shape}."
+        )
+    return w, a
 
 
 def check_em_args(accelerate, rank, max_iter, tol, callback, owner: str):

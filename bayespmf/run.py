@@ -425,8 +425,9 @@ def plot_task(table):
     pad = 0.15 * (hi - lo + 1e-9)
     ax.set_ylim(max(0.0, lo - pad), hi + pad)
     ax.set_ylabel("test accuracy (%)" if metric == "accuracy" else "test RMSE")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
-    ax.legend(handles, list(colors), fontsize=7, loc="best")
+    shown = [k for k in colors if k in set(table["kind"])]  # only kinds with bars
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[k]) for k in shown]
+    ax.legend(handles, shown, fontsize=7, loc="best")
     ax.set_title(
         f"{table.attrs.get('task', '')}: mean ± std over "
         f"{int(table['n_trials'].max())} trials"

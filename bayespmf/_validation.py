@@ -19,6 +19,7 @@ __all__ = [
     "check_float",
     "check_int",
     "check_random_state",
+    "check_zero_based",
 ]
 
 #: Largest alphabet we accept for one variable; codes are stored as int64 but the one-hot
@@ -153,11 +154,13 @@ def as_codes(
     Parameters
     ----------
     data : CategoricalData or array_like of int, shape (n_samples, n_variables)
-        Integer codes; ``-1`` marks a missing entry. A :class:`CategoricalData` is
-        accepted as is (its codes are already validated).
+        Integer codes; ``-1`` marks a missing entry. A :class:`CategoricalData` (any
+        object with NumPy ``codes`` and ``n_categories`` attributes) is accepted as
+        is when immutable (its codes were validated when it was built).
     n_categories : sequence of int, optional
         Alphabet size of each variable. Inferred as ``max(code) + 1`` per column when
-        omitted (which can under-count categories that never occur).
+        omitted (which can under-count categories that never occur); codes in which
+        no variable uses 0 are then refused as 1-based (see :func:`check_zero_based`).
     name : str
         Name of the argument, used in error messages.
     allow_empty_rows, allow_empty_columns : bool
@@ -175,26 +178,23 @@ def as_codes(
     DataValidationError
         Wrong number of dimensions, no rows or no columns, non-integer or NaN values,
         codes below -1 or at least ``n_categories``, a variable with fewer than two
-        categories, or (unless allowed) an all-missing row or column.
+        categories, 1-based codes with ``n_categories`` omitted (code 0 observed in
+        no variable), or (unless allowed) an all-missing row or column.
 
     Examples
     --------
     >>> codes, n_cat = as_codes([[0, 1], [1, 2]])
     >>> n_cat
     array([2, 3])
+    >>> as_codes([[1, 2], [2, 1]])
+    Traceback (most recent call last):
+    ...
+    bayespmf._validation.DataValidationError: 'data' looks 1-based: ...
+    >>> as_codes([[1, 2], [2, 1]], n_categories=3)[1]  # 0 declared: no check
+    array([3, 3])
     """
-    from bayespmf.data import CategoricalData  # local: data imports this module
-
-    if isinstance(data, CategoricalData):
-        codes, n_cat = data.codes, data.n_categories
-        if n_categories is not None:
-            given = np.asarray(n_categories, dtype=np.int64)
-            if given.shape != n_cat.shape or np.any(given != n_cat):
-                raise DataValidationError(
-                    f"'n_categories' ({given.tolist()}) disagrees with the "
-                    f"CategoricalData passed as '{name}' ({n_cat.tolist()}). "
-                    "Leave 'n_categories' out when passing a CategoricalData."
-                )
+    if _is_categorical_data(data):
+        codes, n_cat = _codes_of_data_object(data, n_categories, name)
     else:
         codes = _to_int_array(data, name)
         n_cat = _check_n_categories(codes, n_categories, name)
@@ -217,6 +217,43 @@ def as_codes(
                 f"(first: {empty_rows[:5].tolist()}). Drop them first, e.g. with "
                 "CategoricalData.drop_empty_rows()."
             )
+    return codes, n_cat
+
+
+def _is_categorical_data(data) -> bool:
+    """Whether ``data`` is an in-memory data object such as a ``CategoricalData``.
+
+    Recognized by its attributes (``codes`` and ``n_categories``, both NumPy arrays),
+    not by its class, so that this module need not import :mod:`bayespmf.data`, which
+    imports it: checks flow one way, from data.py to here. A chunked source (Dask) has
+    no NumPy ``codes`` and is not one.
+    """
+    return isinstance(getattr(data, "codes", None), np.ndarray) and isinstance(
+        getattr(data, "n_categories", None), np.ndarray
+    )
+
+
+def _codes_of_data_object(data, n_categories, name: str) -> tuple[np.ndarray, np.ndarray]:
+    codes, n_cat = data.codes, data.n_categories
+    if n_categories is not None:
+        given = np.asarray(n_categories, dtype=np.int64)
+        if given.shape != n_cat.shape or np.any(given != n_cat):
+            raise DataValidationError(
+                f"'n_categories' ({given.tolist()}) disagrees with the "
+                f"{type(data).__name__} passed as '{name}' ({n_cat.tolist()}). "
+                "Leave 'n_categories' out when passing a CategoricalData."
+            )
+    immutable = not (codes.flags.writeable or n_cat.flags.writeable)
+    if immutable and codes.dtype == np.int64 and n_cat.dtype == np.int64:
+        # a CategoricalData: validated when it was built, and read-only since
+        return codes, n_cat
+    # another object with the same attributes: check it like a plain array, against
+    # its own alphabet sizes (given, so never inferred)
+    codes = _to_int_array(codes, name)
+    n_cat = _check_n_categories(codes, n_cat, name)
+    _check_code_range(codes, n_cat, name)
+    codes = np.array(codes, dtype=np.int64, copy=True)
+    codes.setflags(write=False)
     return codes, n_cat
 
 
@@ -271,6 +308,8 @@ def _check_n_categories(codes, n_categories, name) -> np.ndarray:
                 "their number of categories cannot be inferred and would be < 2. Pass "
                 "'n_categories' explicitly or drop constant variables."
             )
+        # only when inferring: a given 'n_categories' says category 0 exists
+        _check_zero_based(codes, name)
         n_categories = n_cat
     n_cat = np.asarray(n_categories)
     if n_cat.ndim == 0:
@@ -294,6 +333,71 @@ def _check_n_categories(codes, n_categories, name) -> np.ndarray:
             f"'n_categories' of variable(s) {big.tolist()} exceeds {MAX_CATEGORIES}."
         )
     return n_cat
+
+
+#: How many per-variable minima a "codes look 1-based" message lists before "...".
+_MAX_LISTED = 10
+
+
+def _check_zero_based(codes, name: str) -> None:
+    """Refuse codes whose smallest observed value is >= 1 in every variable.
+
+    Inferring ``n_categories`` as ``max + 1`` from data coded ``1..K`` (poLCA and many
+    survey files) would give every variable an empty category 0: a wrong alphabet
+    that silently changes the parameter count, the identifiability limit and the
+    category labels of every result. This raises rather than warns because nothing
+    downstream can undo it and a warning is easily lost (filtered, or printed far from
+    the fit); the fix is one line. A category 0 that legitimately never occurs in
+    *every* variable is rare and is declared by passing ``n_categories``; a 0 missing
+    from only some variables is an ordinary unused category and passes.
+    """
+    wide = codes.astype(np.int64, copy=False)
+    # missing entries (-1) count as +inf: the minimum is over observed codes only
+    col_min = np.where(wide >= 0, wide, np.iinfo(np.int64).max).min(axis=0)
+    check_zero_based(col_min, name)
+
+
+def check_zero_based(min_codes, name: str = "data") -> None:
+    """Raise if the smallest observed code of every variable is at least 1.
+
+    The check that :func:`as_codes` applies when it infers ``n_categories``, exposed
+    for data sources that infer alphabets themselves (e.g. chunk by chunk).
+
+    Parameters
+    ----------
+    min_codes : array_like of int, shape (n_variables,)
+        Smallest observed (non-missing) code of each variable.
+    name : str
+        Name of the argument, used in the message.
+
+    Raises
+    ------
+    DataValidationError
+        If every entry of ``min_codes`` is >= 1: the codes look 1-based.
+
+    Examples
+    --------
+    >>> check_zero_based([0, 2, 1])  # variable 0 uses code 0: fine
+    >>> check_zero_based([1, 1], "codes")
+    Traceback (most recent call last):
+    ...
+    bayespmf._validation.DataValidationError: 'codes' looks 1-based: ...
+    """
+    col_min = np.asarray(min_codes, dtype=np.int64).ravel()
+    if col_min.size == 0 or np.any(col_min < 1):
+        return
+    shown = col_min[:_MAX_LISTED].tolist()
+    more = ", ..." if col_min.size > _MAX_LISTED else ""
+    listed = ", ".join(map(str, shown)) + more
+    raise DataValidationError(
+        f"'{name}' looks 1-based: code 0 never occurs in any variable (smallest "
+        f"observed code per variable: [{listed}]), so inferring 'n_categories' as "
+        "max code + 1 would give every variable an empty category 0. Shift the codes "
+        "to start at 0 (codes - 1; np.where(codes > 0, codes - 1, -1) keeps -1 as "
+        "missing), build the data with CategoricalData.from_pandas (labels in any "
+        "coding), or pass 'n_categories' explicitly if 0 is a real category that "
+        "happens never to occur."
+    )
 
 
 def _check_code_range(codes, n_cat, name) -> None:

@@ -107,6 +107,8 @@ class CategoricalData:
             The caller's array is copied, never modified.
         n_categories : int or sequence of int, optional
             Alphabet sizes; inferred as ``max code + 1`` per variable when omitted.
+            Codes must then start at 0: if no variable uses code 0, the codes look
+            1-based (as poLCA and many survey files code ``1..K``) and are refused.
         names : sequence of str, optional
             Variable names, ``x0, x1, ...`` by default.
         categories : sequence of sequences of str, optional
@@ -120,12 +122,19 @@ class CategoricalData:
         ------
         DataValidationError
             For wrong ndim, an empty array, NaN, codes below -1 or at least
-            ``n_categories``, or a variable with fewer than two categories.
+            ``n_categories``, a variable with fewer than two categories, or, with
+            ``n_categories`` omitted, 1-based codes (code 0 observed in no variable).
 
         Examples
         --------
         >>> CategoricalData.from_codes([[0, 1], [1, 0]]).n_categories
         array([2, 2])
+
+        Data coded ``1..K`` are shifted to start at 0 (``-1`` stays missing):
+
+        >>> codes = np.array([[1, 3], [2, -1], [2, 1]])
+        >>> CategoricalData.from_codes(np.where(codes > 0, codes - 1, -1)).n_categories
+        array([2, 3])
         """
         return cls(codes, n_categories, names, categories)
 

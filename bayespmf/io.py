@@ -13,7 +13,8 @@ Every file records ``bayespmf_format`` (what it holds), ``format_version`` and t
 and its recorded format, refuses another format version with
 :class:`IncompatibleFormatError`, and never executes code: there is no pickle anywhere,
 and an ``.npz`` holding an object (pickled) array is refused before any array is read
-(:class:`UnsafeFileError`).
+(:class:`UnsafeFileError`). :func:`load_npz_safely` is that npz reader for any saved
+object: it never answers with NumPy's advice to load a file "unsafely".
 
 Examples
 --------
@@ -41,6 +42,7 @@ __all__ = [
     "IncompatibleFormatError",
     "UnsafeFileError",
     "load",
+    "load_npz_safely",
     "save",
 ]
 
@@ -221,17 +223,97 @@ def load(path):
 def _load_npz(path: Path):
     from bayespmf.estimators import LatentClassPMF
 
-    _check_npz_has_no_objects(path)
+    _check_npz_members(path, _NPZ_WHAT)
     try:
         return LatentClassPMF.load(path)
     except ValueError as err:  # numpy refuses object arrays without allow_pickle
         if isinstance(err, DataValidationError):
             raise
-        raise UnsafeFileError(f"{path} could not be read without pickle: {err}") from err
+        # numpy's own message advises loading "unsafely"; never pass that on
+        raise UnsafeFileError(
+            f"{path} is not {_NPZ_WHAT}: it could not be read without unpickling."
+        ) from None
 
 
-def _check_npz_has_no_objects(path: Path) -> None:
-    """Read every member's ``.npy`` header (not its data); refuse object dtypes."""
+#: What an npz written by bayespmf holds, for messages.
+_NPZ_WHAT = "a LatentClassPMF fit saved by bayespmf"
+
+
+def load_npz_safely(path, *, what: str) -> dict[str, np.ndarray]:
+    """Read every array of an ``.npz`` file without ever unpickling (running) its data.
+
+    ``numpy.load`` answers a file it cannot read without pickle with advice to load it
+    "unsafely"; this answers with what the file is not, and refuses. The zip container
+    and each member's ``.npy`` header are checked first, so an object (pickled) array
+    is refused before any array data is read.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.npz`` file.
+    what : str
+        What the file should hold, used in messages as ``"<path> is not <what>: ..."``,
+        e.g. ``"a LatentClassPMF fit saved by bayespmf"``.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Every member by name (as ``numpy.load(path).files`` names them), read in full;
+        the file is closed on return.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    UnsafeFileError
+        A member holds an object array (only unpickling could read it), or the file
+        is a Python pickle. A :class:`~bayespmf.DataValidationError`.
+    DataValidationError
+        Anything else that is not an npz archive of plain arrays: an empty or garbage
+        file, a single ``.npy`` array, a damaged zip, a member that is not an array.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "fit.npz")
+    >>> np.savez(path, weights=np.array([0.4, 0.6]))
+    >>> load_npz_safely(path, what="a saved fit")["weights"]
+    array([0.4, 0.6])
+    >>> with open(path, "wb") as fh:
+    ...     _ = fh.write(b"not an archive")
+    >>> load_npz_safely(path, what="a saved fit")
+    Traceback (most recent call last):
+    ...
+    bayespmf._validation.DataValidationError: ... is not a saved fit: ...
+    """
+    path = Path(path)
+    _check_npz_members(path, what)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {name: npz[name] for name in npz.files}
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as err:
+        if isinstance(err, FileNotFoundError | DataValidationError):
+            raise
+        if "pickle" in str(err):  # never pass on numpy's advice to load unsafely
+            raise UnsafeFileError(
+                f"{path} is not {what}: it could not be read without unpickling "
+                "(running) its data; refusing to load."
+            ) from None
+        raise DataValidationError(f"{path} is not {what}: not a valid npz file.") from err
+
+
+def _check_npz_members(path: Path, what: str) -> None:
+    """Check the container, then read every member's ``.npy`` header (not its data).
+
+    Refuses a non-zip file (and says what it looks like) and object dtypes, so that
+    ``numpy.load`` with ``allow_pickle=False`` never meets either.
+    """
+    if not path.exists():
+        raise FileNotFoundError(f"No such file: {path} (expected {what}).")
+    with open(path, "rb") as fh:
+        head = fh.read(8)  # enough for the zip, pickle and .npy magic
+    if not head.startswith(_ZIP_MAGIC):
+        raise _not_npz_error(path, what, head)
     try:
         with zipfile.ZipFile(path) as zf:
             for member in zf.namelist():
@@ -245,14 +327,33 @@ def _check_npz_has_no_objects(path: Path) -> None:
                     _, _, dtype = read_header(fh)
                 if dtype.hasobject:
                     raise UnsafeFileError(
-                        f"{path} holds an object array ({member!r}); loading it would "
-                        "unpickle (execute) data. bayespmf files never contain pickles: "
-                        "refusing to load."
+                        f"{path} is not {what}: it holds an object array ({member!r}), "
+                        "which only unpickling could read, and unpickling executes "
+                        "data. bayespmf files never contain pickles: refusing to load."
                     )
-    except (zipfile.BadZipFile, ValueError) as err:
+    except (zipfile.BadZipFile, EOFError, ValueError) as err:
         if isinstance(err, DataValidationError):
             raise
-        raise DataValidationError(f"{path} is not a valid npz file: {err}") from err
+        raise DataValidationError(
+            f"{path} is not {what}: not a valid npz file ({err})."
+        ) from err
+
+
+def _not_npz_error(path: Path, what: str, head: bytes) -> DataValidationError:
+    if not head:
+        return DataValidationError(f"{path} is not {what}: the file is empty.")
+    if head[:1] == b"\x80":
+        return UnsafeFileError(
+            f"{path} is not {what}: it looks like a Python pickle, and bayespmf never "
+            "unpickles files (that would execute code). Save with bayespmf.io.save."
+        )
+    if head.startswith(b"\x93NUMPY"):
+        return DataValidationError(
+            f"{path} is not {what}: it is a single .npy array, not an npz archive."
+        )
+    return DataValidationError(
+        f"{path} is not {what}: not a valid npz file (it is not a zip archive)."
+    )
 
 
 def _check_version(path: Path, attrs: dict) -> None:

@@ -153,11 +153,23 @@ def test_spa_reasonable_on_random_factors(seed):
     assert mre < 0.5 * mre_indep
 
 
-def test_spa_empirical_marginals_close(sampled_case):
-    weights, factors, m = sampled_case
+def test_spa_beats_independence_on_empirical_marginals():
+    # Marginals counted from 5000 sampled rows (30 % missing). The bound is relative to
+    # the rank-1 independence model fitted to the same marginals: an absolute bound
+    # (the former "< 0.6") is met by that baseline too. Distinct classes (Dirichlet
+    # 0.3 factors) make the comparison meaningful; with uniform factors, as in
+    # `sampled_case`, the classes nearly coincide and independence is almost as good.
+    rng = np.random.default_rng(0)
+    weights = np.array([0.3, 0.3, 0.4])
+    factors = [rng.dirichlet(np.full(5, 0.3), size=3).T for _ in range(5)]
+    m = pairwise_marginals(_sample(weights, factors, 5000, 0.7, rng), n_categories=[5] * 5)
     est, info = cnmf_spa(m, 3, random_state=0)
     assert np.isfinite(info["misfit"])
-    assert _mre(weights, factors, est) < 0.6
+    truth = joint_pmf(weights, factors)
+    independent = joint_pmf([1.0], [m.one_way(n)[:, None] for n in range(5)])
+    mre_indep = np.abs(truth - independent).sum() / truth.sum()
+    mre = _mre(weights, factors, est)
+    assert mre < 0.5 * mre_indep, (mre, mre_indep)
 
 
 def test_spa_deterministic_and_inputs_untouched(separable_case):

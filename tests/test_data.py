@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -203,3 +205,73 @@ def test_helpers():
         check_float(float("nan"), "tol")
     with pytest.raises(ValueError, match="tol"):
         check_float(0.0, "tol", low=0.0, low_open=True)
+
+
+# ------------------------------------------------------------ 1-based codes (issue 11)
+
+#: A poLCA-style matrix: four variables coded 1..K (K = 2, 3, 2, 4), no missing.
+POLCA_CODES = np.array(
+    [
+        [1, 1, 2, 4],
+        [2, 3, 1, 1],
+        [1, 2, 2, 2],
+        [2, 1, 1, 3],
+        [2, 3, 2, 1],
+        [1, 2, 1, 4],
+    ]
+)
+
+
+def test_one_based_codes_are_refused_with_the_fix():
+    with pytest.raises(DataValidationError, match=r"'codes' looks 1-based") as info:
+        CategoricalData.from_codes(POLCA_CODES)
+    msg = str(info.value)
+    assert "smallest observed code per variable: [1, 1, 1, 1]" in msg
+    assert "codes - 1" in msg
+    assert "CategoricalData.from_pandas" in msg
+    assert "pass 'n_categories' explicitly" in msg
+    # the constructor takes the same path
+    with pytest.raises(DataValidationError, match="1-based"):
+        CategoricalData(POLCA_CODES)
+
+
+def test_one_based_codes_with_missing_entries():
+    codes = POLCA_CODES.copy()
+    codes[0, 0] = codes[1, 1] = -1  # -1 is missing, not a code below 1
+    with pytest.raises(DataValidationError, match=r"per variable: \[1, 1, 1, 1\]"):
+        CategoricalData.from_codes(codes)
+    codes[:, 1] = np.where(codes[:, 1] > 0, codes[:, 1] + 1, -1)  # variable 1 starts at 2
+    with pytest.raises(DataValidationError, match=r"per variable: \[1, 2, 1, 1\]"):
+        CategoricalData.from_codes(codes)
+
+
+def test_the_suggested_fixes_work():
+    shifted = CategoricalData.from_codes(POLCA_CODES - 1)
+    assert shifted.n_categories.tolist() == [2, 3, 2, 4]
+    with_missing = POLCA_CODES.copy()
+    with_missing[2, 3] = -1
+    fixed = CategoricalData.from_codes(np.where(with_missing > 0, with_missing - 1, -1))
+    assert fixed.codes[2, 3] == -1 and fixed.n_categories.tolist() == [2, 3, 2, 4]
+    labelled = CategoricalData.from_pandas(pd.DataFrame(POLCA_CODES))
+    np.testing.assert_array_equal(labelled.codes, POLCA_CODES - 1)
+    assert labelled.categories[3] == ["1", "2", "3", "4"]
+    # 0 declared as a real (unused) category: explicit n_categories, no check
+    declared = CategoricalData.from_codes(POLCA_CODES, n_categories=[3, 4, 3, 5])
+    assert declared.n_categories.tolist() == [3, 4, 3, 5]
+    np.testing.assert_array_equal(declared.codes, POLCA_CODES)
+
+
+def test_zero_missing_from_only_some_variables_passes_silently():
+    codes = POLCA_CODES.copy()
+    codes[:, 2] -= 1  # variable 2 uses 0; 0 never occurs in the others (unused)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        data = CategoricalData.from_codes(codes)
+    assert data.n_categories.tolist() == [3, 4, 2, 5]
+
+
+def test_subsets_keep_their_alphabet():
+    # row subsets in which no variable happens to use 0 keep the parent's n_categories
+    data = CategoricalData.from_codes(np.vstack([[0, 0, 0, 0], POLCA_CODES]))
+    assert data[1:].n_categories.tolist() == [3, 4, 3, 5]
+    assert data.select_variables([1, 3])[1:].n_categories.tolist() == [4, 5]

@@ -161,3 +161,108 @@ def test_save_errors(fitted, idata, tmp_path):
         bio.save(idata, tmp_path / "x.npz")
     with pytest.raises(ValueError, match="'format'"):
         bio.save(fitted[0], tmp_path / "x.nc", format="json")
+
+
+# ------------------------------------------------------- load_npz_safely (issue 14)
+
+WHAT = "a LatentClassPMF fit saved by bayespmf"
+
+
+def _explode():  # pragma: no cover - must never run
+    raise AssertionError("unpickled: the loader ran code from the file")
+
+
+class _RunsCodeWhenUnpickled:
+    """Pickles fine; unpickling it calls ``_explode``."""
+
+    def __reduce__(self):
+        return (_explode, ())
+
+
+def _messages(err):
+    """The message of ``err`` and of every exception chained to it."""
+    out = []
+    while err is not None:
+        out.append(str(err))
+        err = err.__cause__ or (None if err.__suppress_context__ else err.__context__)
+    return " | ".join(out)
+
+
+def _refuse(path, error, match):
+    with pytest.raises(error, match=match) as info:
+        bio.load_npz_safely(path, what=WHAT)
+    text = _messages(info.value)
+    assert "allow_pickle" not in text and "unsafe" not in text.lower()
+    return info.value
+
+
+def test_load_npz_safely_reads_a_saved_fit(fitted, tmp_path):
+    model, _ = fitted
+    path = model.save(tmp_path / "fit.npz")
+    arrays = bio.load_npz_safely(path, what=WHAT)
+    assert set(arrays) >= {"weights", "loglik_trace", "meta", "factor_0"}
+    np.testing.assert_array_equal(arrays["weights"], model.weights_)
+    assert json.loads(str(arrays["meta"]))["format"]
+    assert bio.load_npz_safely(str(path), what=WHAT).keys() == arrays.keys()
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (
+            b"hello, not a fit",
+            r"is not a LatentClassPMF fit saved by bayespmf: .*not a zip",
+        ),
+        (b"", "the file is empty"),
+        (b"PK\x03\x04garbage", "not a valid npz file"),
+        (bytes(range(256)) * 8, "not a valid npz file"),
+    ],
+)
+def test_load_npz_safely_refuses_garbage(tmp_path, content, match):
+    path = tmp_path / "fit.npz"
+    path.write_bytes(content)
+    err = _refuse(path, DataValidationError, match)
+    assert not isinstance(err, bio.UnsafeFileError)
+
+
+def test_load_npz_safely_refuses_npy_and_foreign_zip(tmp_path):
+    npy = tmp_path / "fit.npz"
+    np.save(npy.with_suffix(".npy"), np.arange(3))
+    npy.write_bytes(npy.with_suffix(".npy").read_bytes())
+    _refuse(npy, DataValidationError, "single .npy array, not an npz archive")
+    foreign = tmp_path / "notes.zip"
+    with zipfile.ZipFile(foreign, "w") as zf:
+        zf.writestr("readme.txt", "text, not an array")
+    _refuse(foreign, DataValidationError, "not a valid npz file")
+
+
+def test_load_npz_safely_refuses_pickles_without_running_them(fitted, tmp_path):
+    import pickle
+
+    model, _ = fitted
+    path = model.save(tmp_path / "fit.npz")
+    with np.load(path) as f:
+        arrays = dict(f)
+    arrays["weights"] = np.array([_RunsCodeWhenUnpickled()], dtype=object)
+    np.savez(path, **arrays)
+    _refuse(path, bio.UnsafeFileError, r"not a LatentClassPMF fit .*object array")
+    pkl = tmp_path / "fit.pkl"
+    pkl.write_bytes(pickle.dumps({"weights": [1.0]}))
+    _refuse(pkl, bio.UnsafeFileError, "looks like a Python pickle")
+
+
+def test_load_npz_safely_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"missing\.npz.*expected a LatentClass"):
+        bio.load_npz_safely(tmp_path / "missing.npz", what=WHAT)
+
+
+def test_load_never_passes_on_numpys_pickle_advice(fitted, tmp_path):
+    model, _ = fitted
+    path = model.save(tmp_path / "fit.npz")
+    with np.load(path) as f:
+        arrays = dict(f)
+    arrays["meta"] = np.array([{"format": "x"}], dtype=object)
+    np.savez(path, **arrays)
+    with pytest.raises(bio.UnsafeFileError) as info:
+        bio.load(path)
+    assert "allow_pickle" not in _messages(info.value)

@@ -12,7 +12,7 @@ here is a map-reduce over the row chunks:
   :class:`~bayespmf.kernels.em.EStepStats` to every chunk with the current parameters
   broadcast, sums the expected counts ``K``, class totals ``C`` and log-likelihood in a
   tree reduction and does the (tiny) M-step on the client; :func:`fit_em_dask` drives it
-  like :func:`~bayespmf.kernels.em.fit_em`, optionally with SQUAREM-PMF, and
+  like :func:`~bayespmf.fit.fit_em`, optionally with SQUAREM-PMF, and
   :func:`fit_latent_class` runs any method of
   :class:`~bayespmf.estimators.LatentClassPMF` this way.
 
@@ -25,7 +25,7 @@ Notes
 The EM map is a sum over rows, so the statistics of disjoint row sets add:
 :math:`K = \sum_b K_b`, :math:`C = \sum_b C_b`, :math:`L = \sum_b L_b` (Chege et al.,
 eqs. (5)-(6)). Only these ``(sum I_n) x F`` arrays travel between workers and client;
-the numbers agree with the in-memory :func:`~bayespmf.kernels.em.fit_em` up to the
+the numbers agree with the in-memory :func:`~bayespmf.fit.fit_em` up to the
 order of floating-point summation (relative differences ~1e-15 per step).
 
 The compiled E-step is one PyTensor function with the data as *inputs* (no shared
@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -65,15 +64,13 @@ from bayespmf._validation import (
     check_int,
 )
 from bayespmf.data import CategoricalData
+from bayespmf.fit.em import check_em_args, em_start, run_em
 from bayespmf.kernels.em import (
     COUNT_FLOOR,
     EStepStats,
-    _normalize_blocks,
-    _observed_csr,
-    check_em_args,
     check_step_args,
-    em_start,
-    run_em,
+    normalize_blocks,
+    observed_csr,
 )
 from bayespmf.marginals import (
     PairwiseAccumulator,
@@ -544,7 +541,7 @@ def _prepare_chunk(block, n_cat) -> _ChunkCSR:
     codes, _ = as_codes(
         block, n_cat, name="codes", allow_empty_rows=True, allow_empty_columns=True
     )
-    indptr, indices = _observed_csr(codes, n_cat)
+    indptr, indices = observed_csr(codes, n_cat)
     return _ChunkCSR(indptr, indices, int(codes.shape[0]), (codes >= 0).sum(axis=0))
 
 
@@ -694,7 +691,7 @@ class DaskEMKernel:
         """Apply the EM map once: ``(weights, factors_stacked, loglik_of_input)``."""
         counts, totals, ll = self.statistics(weights, factors_stacked)
         w_new = (totals + COUNT_FLOOR) / (self.n_rows + self.rank * COUNT_FLOOR)
-        return w_new, _normalize_blocks(counts + COUNT_FLOOR, self.offsets), ll
+        return w_new, normalize_blocks(counts + COUNT_FLOOR, self.offsets), ll
 
     def loglik(self, weights, factors_stacked) -> float:
         """Log-likelihood of the parameters (sum over all rows)."""
@@ -875,9 +872,7 @@ def fit_latent_class(
     """
     from bayespmf.estimators import LatentClassPMF
 
-    t0 = time.perf_counter()
-    owner = "fit_latent_class"
-    ddata = _check_ddata(ddata, owner)
+    ddata = _check_ddata(ddata, "fit_latent_class")
     est = LatentClassPMF(
         rank,
         method=method,
@@ -887,7 +882,7 @@ def fit_latent_class(
         progressbar=progressbar,
     )
     source = _DaskSource(ddata, client=client, split_every=split_every, persist=persist)
-    return est._fit_source(source, t0)
+    return est.fit(source)
 
 
 class _DaskSource:
@@ -913,21 +908,6 @@ class _DaskSource:
             "LatentClassPMF.fit(ddata.compute())."
         )
 
-    def fit_em(
-        self, rank, *, init, accelerate, max_iter, tol, random_state, progressbar, callback
-    ):
-        params, info, _ = _fit_em_dask(
-            self.ddata,
-            rank,
-            init=init,
-            accelerate=accelerate,
-            max_iter=max_iter,
-            tol=tol,
-            random_state=random_state,
-            persist=self._persist,
-            progressbar=progressbar,
-            callback=callback,
-            owner="fit_latent_class",
-            **self._kw,
-        )
-        return params, info
+    def em_kernel(self, rank, backend="auto"):
+        """The distributed EM map (:class:`DaskEMKernel`; ``backend`` is not used)."""
+        return DaskEMKernel(self.ddata, rank, persist=self._persist, **self._kw)

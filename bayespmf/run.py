@@ -202,11 +202,20 @@ def _fit(spec, data, target, out, metrics, written, progressbar):
     )
     with _Step(f"fitting {est!r} on {train.n_samples} training rows"):
         est.fit(train)
+    if est.optima_ is not None:
+        best = est.optima_.iloc[0]
+        _say(
+            f"best log-likelihood {est.loglik_:.4f}, reached by {best['n_starts']} of "
+            f"{int(est.optima_['n_starts'].sum())} refined starts; "
+            f"{len(est.optima_)} distinct optima"
+        )
+        res["optima"] = est.optima_[["loglik", "gap", "n_starts"]].to_dict(orient="list")
     res.update(
         rank=int(rank),
         fit_seconds=round(est.fit_time_, 3),
         n_iter=int(est.n_iter_),
         converged=bool(est.converged_),
+        train_loglik=float(est.loglik_),
         train_loglik_per_row=est.score(train),
         test_loglik_per_row=est.score(test),
     )

@@ -17,7 +17,7 @@ Example specification (``models/car.toml``)::
 
     [fit]                         # the point estimate written to fit.npz / estimate.nc
     rank = 5                      # or a grid, e.g. [3, 5, 8]: chosen by held-out log-lik
-    method = "cnmf-spa-em"
+    method = "auto"
 
     [sample]                      # optional: the posterior, written to posterior.nc
     method = "nuts"               # or "advi"
@@ -37,7 +37,7 @@ Sections and keys (defaults in brackets):
 
 * top level: ``seed`` [0], ``description`` [""].
 * ``[data]``: ``name`` (required), ``target``, ``options`` [{}], ``test_fraction`` [0.3].
-* ``[fit]``: ``rank`` (int or list of int) [5], ``method`` ["cnmf-spa-em"],
+* ``[fit]``: ``rank`` (int or list of int) [5], ``method`` ["auto"],
   ``max_iter``, ``tol``, ``random_state`` [seed].
 * ``[sample]``: ``method`` ["nuts"], ``draws`` [500], ``tune`` [500], ``chains`` [2],
   ``cores`` [chains], ``target_accept`` [0.8], ``advi_iterations`` [20000],
@@ -96,7 +96,7 @@ _SCHEMA: dict[str, dict[str, tuple[tuple, object]]] = {
     },
     "fit": {
         "rank": ((int, _INTS), 5),
-        "method": ((str,), "cnmf-spa-em"),
+        "method": ((str,), "auto"),
         "max_iter": ((int,), None),
         "tol": ((float,), None),
         "random_state": ((int,), None),

@@ -343,7 +343,7 @@ def _reraise_others(caught):
 
 def _select_latent(method, split, ranks, seed, max_iter, tol):
     """Fit ``method`` at every rank; keep the (rank, iterate) best on validation."""
-    from bayespmf.estimators.latent_class import max_identifiable_rank
+    from bayespmf.fit import max_identifiable_rank
 
     best = {"score": -np.inf}
     limit = max_identifiable_rank(split.n_cat)

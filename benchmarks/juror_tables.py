@@ -26,9 +26,9 @@ import numpy as np
 
 from bayespmf import ConvergenceWarning
 from bayespmf.datasets import make_latent_class
+from bayespmf.fit import fit_em
 from bayespmf.kernels.cnmf import cnmf_spa
 from bayespmf.kernels.ctd import ctd
-from bayespmf.kernels.em import fit_em
 from bayespmf.kernels.juror import juror
 from bayespmf.marginals import (
     pairwise_marginals,

@@ -58,7 +58,8 @@ def main(argv=None):
     warnings.filterwarnings("ignore", message="Using NumPy C-API based implementation")
     warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
     from bayespmf import ConvergenceWarning
-    from bayespmf.kernels.em import build_em_kernel, fit_em, init_random
+    from bayespmf.fit import fit_em
+    from bayespmf.kernels.em import build_em_kernel, init_random
 
     n_vars, n_cat, rank, outage = 5, 10, 5, 0.25
     max_iter = {"EM": 30_000, "SQUAREM-PMF": 10_000}

@@ -3,8 +3,9 @@ import pytest
 
 from bayespmf import DataValidationError
 from bayespmf.datasets._simulate import make_latent_class
-from bayespmf.kernels.ad_em import ad_em, ad_sweep
-from bayespmf.kernels.em import fit_em, init_random
+from bayespmf.fit import ad_em, fit_em
+from bayespmf.kernels.ad_em import ad_sweep
+from bayespmf.kernels.em import init_random
 from bayespmf.metrics import factor_mse
 from bayespmf.pmf import log_likelihood_rows
 

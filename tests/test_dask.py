@@ -19,7 +19,8 @@ from bayespmf.dask import (  # noqa: E402
 )
 from bayespmf.datasets import make_latent_class  # noqa: E402
 from bayespmf.estimators import LatentClassPMF  # noqa: E402
-from bayespmf.kernels.em import build_em_kernel, fit_em  # noqa: E402
+from bayespmf.fit import fit_em  # noqa: E402
+from bayespmf.kernels.em import build_em_kernel  # noqa: E402
 
 N_CAT = [3, 4, 2, 5]
 
@@ -249,9 +250,14 @@ def test_empty_rows_and_empty_chunks_are_skipped(sync):
 @pytest.mark.filterwarnings("ignore::bayespmf.ConvergenceWarning")
 @pytest.mark.parametrize("method", ["em", "cnmf-spa", "cnmf-spa-em", "cnmf-spa-squarem"])
 def test_fit_latent_class_matches_estimator(data, ddata, sync, method):
-    ref = LatentClassPMF(3, method, random_state=0, max_iter=200).fit(data)
-    got = fit_latent_class(ddata, 3, method, random_state=0, max_iter=200)
-    assert got.n_iter_ == ref.n_iter_
+    # SQUAREM's step-length choices amplify summation-order differences, so its two
+    # paths are compared at the fixed point (a tight tol), the others step by step
+    kw = {"tol": 1e-13, "max_iter": 2000} if method.endswith("squarem") else {}
+    kw.setdefault("max_iter", 200)
+    ref = LatentClassPMF(3, method, random_state=0, **kw).fit(data)
+    got = fit_latent_class(ddata, 3, method, random_state=0, **kw)
+    if not method.endswith("squarem"):
+        assert got.n_iter_ == ref.n_iter_
     atol = 1e-4 if method.endswith("squarem") else 1e-9
     np.testing.assert_allclose(got.weights_, ref.weights_, atol=atol)
     assert got.score(data) == pytest.approx(ref.score(data), rel=1e-9)

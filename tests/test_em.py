@@ -5,14 +5,13 @@ import pytest
 from pytensor.compile.mode import Mode
 
 from bayespmf import ConvergenceWarning, DataValidationError
+from bayespmf.fit import EMInfo, fit_em
 from bayespmf.kernels.em import (
     COUNT_FLOOR,
-    EMInfo,
     EMState,
     EStepStats,
     build_em_kernel,
     em_step_numpy,
-    fit_em,
     init_random,
 )
 from bayespmf.pmf import (
@@ -53,7 +52,7 @@ def small():
 
 @pytest.fixture(scope="module")
 def kernel(small):
-    return build_em_kernel(small[0], N_CAT, RANK)
+    return build_em_kernel(small[0], N_CAT, RANK, backend="pytensor")
 
 
 @pytest.fixture(scope="module")
@@ -85,10 +84,69 @@ def test_compiled_step_matches_numpy_reference(small, kernel):
     assert kernel.n_rows == int((codes >= 0).any(axis=1).sum()) < codes.shape[0]
 
 
+@pytest.mark.parametrize("backend", ["numba", "scipy", "auto"])
+def test_every_backend_matches_numpy_reference(small, backend):
+    codes, start = small
+    w, a = start.weights, stack_factors(start.factors)
+    k = build_em_kernel(codes, N_CAT, RANK, backend=backend)
+    w_c, a_c, ll_c = k.step(w, a)
+    w_r, a_r, _ = em_step_numpy(codes, N_CAT, w, a)
+    np.testing.assert_allclose(w_c, w_r, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(a_c, a_r, rtol=0, atol=1e-10)
+    ll_ref = log_likelihood_rows(codes, w, start.factors).sum()
+    assert ll_c == pytest.approx(ll_ref, rel=1e-10)
+    assert k.loglik(w, a) == pytest.approx(ll_ref, rel=1e-10)
+
+
+def test_batched_starts_equal_separate_steps(small):
+    codes, _ = small
+    k = build_em_kernel(codes, N_CAT, RANK, backend="numba")
+    starts = [init_random(N_CAT, RANK, random_state=s) for s in range(4)]
+    w = np.stack([p.weights for p in starts])
+    a = np.stack([stack_factors(p.factors) for p in starts], axis=1)
+    w_b, a_b, ll_b = k.step(w, a)
+    for j, p in enumerate(starts):
+        w_r, a_r, ll_r = em_step_numpy(codes, N_CAT, p.weights, stack_factors(p.factors))
+        np.testing.assert_allclose(w_b[j], w_r, atol=1e-12)
+        np.testing.assert_allclose(a_b[:, j], a_r, atol=1e-12)
+        assert ll_b[j] == pytest.approx(ll_r, rel=1e-12)
+
+
+def test_weighted_rows_equal_repeated_rows(small):
+    codes, start = small
+    w, a = start.weights, stack_factors(start.factors)
+    reps = np.arange(codes.shape[0]) % 3 + 1
+    expanded = np.repeat(codes, reps, axis=0)
+    weighted = build_em_kernel(codes, N_CAT, RANK, backend="numba", row_weight=reps)
+    got = weighted.step(w, a)
+    ref = em_step_numpy(expanded, N_CAT, w, a)
+    np.testing.assert_allclose(got[0], ref[0], atol=1e-12)
+    np.testing.assert_allclose(got[1], ref[1], atol=1e-12)
+    assert got[2] == pytest.approx(ref[2], rel=1e-12)
+
+
+def test_impossible_row_gives_minus_inf_not_nan():
+    # a zero in the factor a row needs: probability 0, no division by zero
+    k = build_em_kernel(np.array([[0, 1], [1, 0]]), [2, 2], 1, backend="numba")
+    a = np.array([[1.0], [0.0], [0.5], [0.5]])
+    w_new, a_new, ll = k.step(np.ones(1), a)
+    assert ll == -np.inf
+    assert np.all(np.isfinite(a_new)) and np.all(np.isfinite(w_new))
+
+
+def test_unknown_backend_and_weights_without_numba():
+    with pytest.raises(ValueError, match="'backend' parameter of build_em_kernel"):
+        build_em_kernel([[0, 1]], [2, 2], 1, backend="gpu")
+    with pytest.raises(ValueError, match="row weights need backend='numba'"):
+        build_em_kernel([[0, 1]], [2, 2], 1, backend="scipy", row_weight=[2.0])
+
+
 def test_python_perform_matches_c(small):
     codes, start = small
     w, a = start.weights, stack_factors(start.factors)
-    py_kernel = build_em_kernel(codes, N_CAT, RANK, mode=Mode(linker="py"))
+    py_kernel = build_em_kernel(
+        codes, N_CAT, RANK, backend="pytensor", mode=Mode(linker="py")
+    )
     ref = em_step_numpy(codes, N_CAT, w, a)
     got = py_kernel.step(w, a)
     np.testing.assert_allclose(got[1], ref[1], atol=1e-10)
@@ -119,7 +177,15 @@ def test_kernel_compiles_once(small, kernel, monkeypatch):
     assert calls == []
     assert kernel._step_fn is fn
     # fit_em compiles exactly one function (the step), whatever the iteration count
-    fit_em(codes, RANK, init=start, max_iter=5, tol=0.0, accelerate="squarem")
+    fit_em(
+        codes,
+        RANK,
+        init=start,
+        max_iter=5,
+        tol=0.0,
+        accelerate="squarem",
+        backend="pytensor",
+    )
     assert len(calls) == 1
 
 

@@ -7,7 +7,7 @@ import pytest
 from bayespmf import ConvergenceWarning, DataValidationError
 from bayespmf.datasets import make_latent_class
 from bayespmf.estimators import METHODS, LatentClassPMF, NotFittedError
-from bayespmf.estimators.latent_class import max_identifiable_rank
+from bayespmf.fit import max_identifiable_rank
 from bayespmf.metrics import factor_mse
 from bayespmf.pmf import joint_pmf, log_likelihood_rows
 
@@ -25,9 +25,12 @@ def test_get_set_params_pass_through():
     assert est.get_params() == {
         "rank": 3,
         "method": "em",
+        "n_init": None,
+        "init": "auto",
         "max_iter": 7,
         "tol": 1e-3,
         "random_state": 5,
+        "backend": "auto",
         "progressbar": False,
     }
     est.set_params(rank=4)
@@ -39,7 +42,7 @@ def test_get_set_params_pass_through():
 @pytest.fixture(scope="module")
 def oracle(sim):
     """EM started at the truth: the maximum-likelihood estimate the methods should find."""
-    from bayespmf.kernels.em import fit_em
+    from bayespmf.fit import fit_em
 
     data, truth = sim
     params, _ = fit_em(data, 3, init=truth.params, max_iter=5000, tol=1e-12)

@@ -227,3 +227,55 @@ def test_brute_force_helper_consistency():
         for a, b in itertools.product(range(2), range(2))
     )
     assert total == pytest.approx(1.0)
+
+
+def test_convergence_summary_names_chains_in_different_modes():
+    import xarray as xr
+
+    rng = np.random.default_rng(0)
+    # chains 0 and 2 around -100, chains 1 and 3 around -110 (sd 1 within chains)
+    centre = np.array([-100.0, -110.0, -100.0, -110.0])[:, None, None]
+    ll = centre / 5 + rng.normal(0, 1 / np.sqrt(5), size=(4, 200, 5))
+    post = xr.Dataset({"weights": (("chain", "draw", "class"), rng.random((4, 200, 2)))})
+    idata = az.InferenceData(
+        posterior=post, log_likelihood=xr.Dataset({"x": (("chain", "draw", "row"), ll)})
+    )
+    idata.posterior.attrs["chain_start_optimum"] = [0, 1, 0, 1]
+    words = " ".join(convergence_summary(idata)["problems"])
+    assert "2 different modes" in words
+    assert "chains [0, 2] around -100" in words and "chains [1, 3] around -1" in words
+    assert "started at optima [0, 1, 0, 1]" in words
+    # one mode: nothing said about modes
+    idata.log_likelihood["x"].values[:] = rng.normal(-20, 0.45, size=(4, 200, 5))
+    assert not any("modes" in p for p in convergence_summary(idata)["problems"])
+
+
+@pytest.mark.slow
+def test_chains_start_at_distinct_optima():
+    from bayespmf.fit import LocalOptimumWarning
+
+    data, _ = make_latent_class(300, [2] * 6, rank=3, random_state=2)
+    # two starts that end 0.43 log-lik units apart (see tests/test_fit_latent_class.py)
+    good = LatentClassPMF(3, random_state=0, n_init=8).fit(data).params_
+    bad = LatentClassPMF(3, "em", random_state=5, tol=1e-10, max_iter=20000).fit(data)
+    with pytest.warns(LocalOptimumWarning):
+        point = LatentClassPMF(3, init=[good, bad.params_]).fit(data)
+    assert len(point.optima_) == 2
+    model = latent_class_model(data, rank=3)
+    idata = sample(
+        model,
+        init=("optima", point),
+        draws=5,
+        tune=0,
+        chains=2,
+        random_seed=0,
+        progressbar=False,
+        align=False,
+    )
+    assert idata.posterior.attrs["chain_start_optimum"] == [0, 1]
+    ll = idata.log_likelihood["x"].sum("row").values[:, 0]
+    want = point.optima_["loglik"].to_numpy()[:2]
+    # each chain's first draw is near the optimum it started at
+    assert abs(ll[0] - want[0]) < abs(ll[0] - want[1]) + 1.0
+    with pytest.raises(DataValidationError, match="'init' parameter of sample"):
+        sample(model, init="best", draws=5, tune=0, chains=1, progressbar=False)

@@ -5,11 +5,13 @@ Haardt & Yeredor, eqs. (5)-(6)) for
 
 .. math:: \Pr(x) = \sum_{f=1}^F \lambda_f \prod_{n \text{ observed}} A_n(x_n, f)
 
-is built as one graph per problem (data and rank) and compiled once; the estimator owns
-the loop (BlackJAX style): :func:`build_em_kernel` returns an :class:`EMKernel` whose
+is built as one graph per problem (data and rank) and compiled once; the loop lives in
+:mod:`bayespmf.fit` (BlackJAX style): :func:`build_em_kernel` returns a kernel whose
 ``step`` maps ``(weights, factors_stacked)`` to the next iterate and the log-likelihood of
-its input. :func:`em_step_numpy` is the independent SciPy reference and :func:`fit_em`
-the public driver, optionally accelerated by SQUAREM-PMF
+its input, either the compiled :class:`EMKernel` or, for problems too small for a
+compile to pay, the SciPy :class:`SparseEMKernel`. :func:`em_step_numpy` is the
+independent SciPy reference; :func:`bayespmf.fit.fit_em` is the public driver,
+optionally accelerated by SQUAREM-PMF
 (:func:`bayespmf.kernels.squarem.squarem_pmf_step`).
 
 Notes
@@ -77,27 +79,23 @@ import scipy.sparse as sp
 from pytensor.graph.basic import Apply
 from pytensor.link.c.op import COp
 
-from bayespmf._progress import progress_bar
-from bayespmf._validation import (
-    ConvergenceWarning,
-    DataValidationError,
-    as_codes,
-    check_float,
-    check_int,
-    check_random_state,
-)
-from bayespmf.pmf import LatentClassParams, check_params, offsets_of, split_factors
+from bayespmf._validation import as_codes, check_int, check_random_state
+from bayespmf.pmf import LatentClassParams, offsets_of, split_factors
 
 __all__ = [
+    "BACKENDS",
+    "NumbaEMKernel",
     "COUNT_FLOOR",
-    "EMInfo",
     "EMKernel",
     "EMState",
     "EStepStats",
+    "SparseEMKernel",
     "build_em_kernel",
+    "check_step_args",
     "em_step_numpy",
-    "fit_em",
     "init_random",
+    "normalize_blocks",
+    "observed_csr",
     "onehot_design",
     "sparse_em_step",
 ]
@@ -108,8 +106,8 @@ __all__ = [
 #: tolerance a user would set.
 COUNT_FLOOR = 1e-12
 
-#: Names accepted by ``fit_em(accelerate=...)``.
-_ACCELERATORS = (None, "squarem")
+#: Backends of :func:`build_em_kernel`; "auto" is "numba" (see its Notes).
+BACKENDS = ("auto", "numba", "pytensor", "scipy")
 
 
 class EMState(NamedTuple):
@@ -130,27 +128,6 @@ class EMState(NamedTuple):
     weights: np.ndarray
     factors_stacked: np.ndarray
     loglik: float
-
-
-class EMInfo(NamedTuple):
-    """What :func:`fit_em` reports besides the parameters.
-
-    Attributes
-    ----------
-    n_iter : int
-        Iterations of the algorithm (EM steps, or SQUAREM-PMF cycles of >= 3 EM maps).
-    n_evals : int
-        Evaluations of the EM map (the cost measure comparable between the two).
-    loglik_trace : ndarray, shape (n_iter,)
-        Log-likelihood at the start of every iteration (non-decreasing).
-    converged : bool
-        Whether the relative change of the log-likelihood fell below ``tol``.
-    """
-
-    n_iter: int
-    n_evals: int
-    loglik_trace: np.ndarray
-    converged: bool
 
 
 # --------------------------------------------------------------------------- the Op
@@ -347,7 +324,7 @@ class EStepStats(COp):
 # ---------------------------------------------------------------- data preparation
 
 
-def _observed_csr(codes: np.ndarray, n_categories: np.ndarray):
+def observed_csr(codes: np.ndarray, n_categories: np.ndarray):
     """CSR layout of the observed entries: ``(indptr, indices)`` over non-empty rows.
 
     ``indices`` are flat row numbers ``offsets[n] + x_n`` into the stacked factors.
@@ -363,7 +340,7 @@ def _observed_csr(codes: np.ndarray, n_categories: np.ndarray):
     return indptr, indices
 
 
-def _normalize_blocks(stacked: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def normalize_blocks(stacked: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Divide every column of every variable block by its sum."""
     sums = np.add.reduceat(stacked, offsets[:-1], axis=0)
     return stacked / np.repeat(sums, np.diff(offsets), axis=0)
@@ -397,7 +374,7 @@ def init_random(n_categories, rank: int, random_state=None) -> LatentClassParams
     w = rng.random(rank)
     a = rng.random((int(offsets[-1]), rank))
     return LatentClassParams(
-        w / w.sum(), split_factors(_normalize_blocks(a, offsets), n_cat)
+        w / w.sum(), split_factors(normalize_blocks(a, offsets), n_cat)
     )
 
 
@@ -452,17 +429,18 @@ def onehot_design(codes, n_categories) -> sp.csr_matrix:
            [0., 1., 0., 0.]])
     """
     n_cat = np.asarray(n_categories, dtype=np.int64)
-    indptr, indices = _observed_csr(np.asarray(codes), n_cat)
+    indptr, indices = observed_csr(np.asarray(codes), n_cat)
     return sp.csr_matrix(
         (np.ones(indices.size), indices, indptr), shape=(indptr.size - 1, int(n_cat.sum()))
     )
 
 
-def sparse_em_step(onehot, offsets, weights, factors_stacked):
+def sparse_em_step(onehot, offsets, weights, factors_stacked, *, onehot_t=None):
     """The EM step of :func:`em_step_numpy` on a prebuilt one-hot design.
 
     ``onehot`` is :func:`onehot_design`'s matrix and ``offsets`` the block offsets
     (:func:`bayespmf.pmf.offsets_of`); used to time the SciPy step without its setup.
+    ``onehot_t`` is an optional prebuilt ``onehot.T`` in CSR layout (faster products).
 
     Examples
     --------
@@ -483,9 +461,9 @@ def sparse_em_step(onehot, offsets, weights, factors_stacked):
     with np.errstate(divide="ignore", invalid="ignore"):
         loglik = float(np.sum(np.log(z) + m))
         resp = e / z
-    counts = onehot.T @ resp + COUNT_FLOOR
+    counts = (onehot.T if onehot_t is None else onehot_t) @ resp + COUNT_FLOOR
     w_new = (resp.sum(axis=0) + COUNT_FLOOR) / (n_rows + w.size * COUNT_FLOOR)
-    return w_new, _normalize_blocks(counts, offsets), loglik
+    return w_new, normalize_blocks(counts, offsets), loglik
 
 
 # ------------------------------------------------------------------ compiled kernel
@@ -508,7 +486,7 @@ class EMKernel:
         self.n_categories = np.asarray(n_categories, dtype=np.int64)
         self.rank = int(rank)
         self.offsets = offsets_of(self.n_categories)
-        indptr, indices = _observed_csr(codes, self.n_categories)
+        indptr, indices = observed_csr(codes, self.n_categories)
         self.n_rows = int(indptr.size - 1)
         self._mode = mode
         self._indptr = pytensor.shared(indptr, name="indptr")
@@ -571,8 +549,127 @@ class EMKernel:
         return float(self._loglik_fn(*self._check(weights, factors_stacked)))
 
 
-def build_em_kernel(data, n_categories=None, rank: int = 1, *, mode=None) -> EMKernel:
-    """Compile the EM map of the latent-class PMF for ``data`` and ``rank``.
+class SparseEMKernel:
+    """The EM map of one problem with SciPy sparse products: no compilation.
+
+    The same interface and iterates as :class:`EMKernel` (up to summation order), for
+    problems too small for compiling a graph to pay (``build_em_kernel``'s
+    ``backend="auto"``). The one-hot design is built once.
+    """
+
+    def __init__(self, codes, n_categories, rank):
+        self.n_categories = np.asarray(n_categories, dtype=np.int64)
+        self.rank = int(rank)
+        self.offsets = offsets_of(self.n_categories)
+        self._onehot = onehot_design(codes, self.n_categories)
+        self._onehot_t = self._onehot.T.tocsr()
+        self.n_rows = int(self._onehot.shape[0])
+
+    def step(self, weights, factors_stacked):
+        """Apply the EM map once: ``(weights, factors_stacked, loglik_of_input)``."""
+        w, a = check_step_args(
+            weights, factors_stacked, self.offsets, self.rank, "SparseEMKernel"
+        )
+        return sparse_em_step(self._onehot, self.offsets, w, a, onehot_t=self._onehot_t)
+
+    def loglik(self, weights, factors_stacked) -> float:
+        """Log-likelihood of ``(weights, factors_stacked)``."""
+        w, a = check_step_args(
+            weights, factors_stacked, self.offsets, self.rank, "SparseEMKernel"
+        )
+        with np.errstate(divide="ignore"):
+            lj = self._onehot @ np.log(a) + np.log(w)
+        m = lj.max(axis=1, keepdims=True)
+        m[~np.isfinite(m)] = 0.0
+        with np.errstate(divide="ignore"):
+            return float(np.sum(np.log(np.exp(lj - m).sum(axis=1)) + m[:, 0]))
+
+
+class NumbaEMKernel:
+    """The EM map of one problem for one or K starts, as a cached numba loop.
+
+    ``step(weights, factors)`` takes one start (``(F,)`` and ``(P, F)``) or K starts
+    at once (``(K, F)`` and ``(P, K, F)``: K blocks of F classes, one pass over the
+    rows, :func:`bayespmf.kernels.em_numba.estep_blocks`). Rows may carry weights
+    (frequencies of response patterns, survey weights): the weighted EM map.
+
+    Examples
+    --------
+    >>> k = NumbaEMKernel(np.array([[0, 1], [1, -1]]), [2, 2], rank=2)
+    >>> a = np.array([[0.9, 0.2], [0.1, 0.8], [0.5, 0.5], [0.5, 0.5]])
+    >>> w, A, ll = k.step([0.5, 0.5], a)
+    >>> round(ll, 4), w.round(3)
+    (-2.0895, array([0.465, 0.535]))
+    >>> w3, A3, ll3 = k.step(np.full((3, 2), 0.5), np.repeat(a[:, None], 3, axis=1))
+    >>> ll3.round(4).tolist(), A3.shape
+    ([-2.0895, -2.0895, -2.0895], (4, 3, 2))
+    """
+
+    def __init__(self, codes, n_categories, rank, row_weight=None):
+        self.n_categories = np.asarray(n_categories, dtype=np.int64)
+        self.rank = int(rank)
+        self.offsets = offsets_of(self.n_categories)
+        codes = np.asarray(codes)
+        keep = (codes >= 0).any(axis=1)
+        self._indptr, self._indices = observed_csr(codes, self.n_categories)
+        self.n_rows = int(self._indptr.size - 1)
+        if row_weight is None:
+            self._row_weight = np.ones(self.n_rows)
+        else:
+            self._row_weight = np.asarray(row_weight, dtype=np.float64)[keep]
+        self._total_weight = float(self._row_weight.sum())
+
+    def _run(self, w, a):
+        from bayespmf.kernels.em_numba import estep_blocks
+
+        n_start = w.shape[0]
+        with np.errstate(divide="ignore"):
+            log_w, log_a = np.log(w).ravel(), np.log(a).reshape(a.shape[0], -1)
+        counts, totals, loglik = estep_blocks(
+            log_w, log_a, self._indptr, self._indices, self._row_weight, n_start
+        )
+        counts = (counts + COUNT_FLOOR).reshape(a.shape)
+        sums = np.add.reduceat(counts, self.offsets[:-1], axis=0)
+        a_new = counts / np.repeat(sums, np.diff(self.offsets), axis=0)
+        w_new = (totals.reshape(w.shape) + COUNT_FLOOR) / (
+            self._total_weight + self.rank * COUNT_FLOOR
+        )
+        return w_new, a_new, loglik
+
+    def step(self, weights, factors):
+        """Apply the EM map: ``(weights, factors, loglik_of_input)``.
+
+        ``loglik`` is a float for one start, an ndarray (K,) for K starts.
+        """
+        w = np.asarray(weights, dtype=np.float64)
+        if w.ndim == 1:
+            w, a = check_step_args(weights, factors, self.offsets, self.rank, "EM")
+            w_new, a_new, ll = self._run(w[None, :], a[:, None, :])
+            return w_new[0], a_new[:, 0], float(ll[0])
+        a = np.asarray(factors, dtype=np.float64)
+        want = (int(self.offsets[-1]), w.shape[0], self.rank)
+        if w.shape[1] != self.rank or a.shape != want:
+            raise ValueError(
+                f"NumbaEMKernel.step expects weights (K, {self.rank}) and factors "
+                f"{want}; got {w.shape} and {a.shape}."
+            )
+        return self._run(w, a)
+
+    def loglik(self, weights, factors):
+        """Log-likelihood of the parameters (one start: float; K starts: (K,))."""
+        return self.step(weights, factors)[2]
+
+
+def build_em_kernel(
+    data,
+    n_categories=None,
+    rank: int = 1,
+    *,
+    backend: str = "auto",
+    row_weight=None,
+    mode=None,
+):
+    """The EM map of the latent-class PMF for ``data`` and ``rank``, built once.
 
     Parameters
     ----------
@@ -582,147 +679,59 @@ def build_em_kernel(data, n_categories=None, rank: int = 1, *, mode=None) -> EMK
         Inferred from ``data`` when omitted.
     rank : int
         Number of latent classes F (>= 1).
+    backend : {"auto", "numba", "pytensor", "scipy"}, default "auto"
+        ``"numba"`` (and ``"auto"``): one cached numba loop over the rows
+        (:class:`NumbaEMKernel`; also takes K starts at once and row weights);
+        ``"pytensor"``: the PyTensor graph with the fused C E-step (:class:`EMKernel`);
+        ``"scipy"``: SciPy sparse products (:class:`SparseEMKernel`), the reference.
+    row_weight : array_like, shape (S,), optional
+        Weight of each row (numba backend only): the weighted EM map.
     mode : str or pytensor Mode, optional
-        Compilation mode (default: PyTensor's default, the C backend).
+        Compilation mode of the PyTensor backend (default: PyTensor's, the C backend).
 
     Returns
     -------
-    EMKernel
+    NumbaEMKernel, EMKernel or SparseEMKernel
         ``.step(weights, factors_stacked) -> (weights, factors_stacked, loglik)`` and
-        ``.loglik(weights, factors_stacked)``, compiled once and reused.
+        ``.loglik(weights, factors_stacked)``.
 
     Raises
     ------
     ValueError
-        If ``rank`` < 1 or the data are invalid (``DataValidationError``), including a
-        variable that is never observed.
+        If ``rank`` < 1, ``backend`` is unknown or the data are invalid
+        (``DataValidationError``), including a variable that is never observed.
+
+    Notes
+    -----
+    ``"auto"`` is numba because it needs about a second to compile in an empty cache
+    (PyTensor's C modules need tens of seconds there) and matches the fused C E-step
+    per iteration (``benchmarks/bench_em_step.py`` prints the three side by side).
 
     Examples
     --------
-    >>> kernel = build_em_kernel([[0, 1], [1, -1]], [2, 2], rank=2)
+    >>> kernel = build_em_kernel([[0, 1], [1, -1]], [2, 2], rank=2, backend="pytensor")
     >>> w, A, ll = kernel.step([0.5, 0.5],
     ...                        np.array([[0.9, 0.2], [0.1, 0.8], [0.5, 0.5], [0.5, 0.5]]))
     >>> round(ll, 4), w.round(3)
     (-2.0895, array([0.465, 0.535]))
     """
     rank = check_int(rank, "rank", owner="build_em_kernel", low=1)
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"The 'backend' parameter of build_em_kernel must be one of {list(BACKENDS)}."
+            f" Got {backend!r}."
+        )
     codes, n_cat = as_codes(data, n_categories)
+    if backend in ("auto", "numba"):
+        return NumbaEMKernel(codes, n_cat, rank, row_weight=row_weight)
+    if row_weight is not None:
+        raise ValueError(
+            f"build_em_kernel: row weights need backend='numba' (or 'auto'); got "
+            f"backend={backend!r}."
+        )
+    if backend == "scipy":
+        return SparseEMKernel(codes, n_cat, rank)
     return EMKernel(codes, n_cat, rank, mode=mode)
-
-
-# ----------------------------------------------------------------------- the driver
-
-
-def _check_init(init, n_cat, rank):
-    if isinstance(init, LatentClassParams) or (
-        isinstance(init, tuple | list) and len(init) == 2
-    ):
-        weights, factors = init
-    else:
-        raise ValueError(
-            "The 'init' parameter of fit_em must be None or a LatentClassParams "
-            f"(weights, factors). Got {type(init).__name__}."
-        )
-    try:
-        params = check_params(weights, factors, n_cat)
-    except DataValidationError as err:
-        raise ValueError(f"The 'init' parameter of fit_em is invalid: {err}") from err
-    if params.weights.size != rank:
-        raise ValueError(
-            f"The 'init' parameter of fit_em has rank {params.weights.size} but "
-            f"'rank' is {rank}. Pass matching values."
-        )
-    stacked = np.concatenate(params.factors, axis=0)
-    return params.weights / params.weights.sum(), _normalize_blocks(
-        stacked, offsets_of(n_cat)
-    )
-
-
-def fit_em(
-    data,
-    rank: int,
-    *,
-    init=None,
-    n_categories=None,
-    accelerate=None,
-    max_iter: int = 500,
-    tol: float = 1e-8,
-    random_state=None,
-    progressbar: bool = False,
-    callback=None,
-):
-    """Maximum-likelihood latent-class PMF by EM, optionally accelerated by SQUAREM-PMF.
-
-    Parameters
-    ----------
-    data : CategoricalData or array_like of int, shape (S, N)
-        ``-1`` marks missing entries (marginalized out).
-    rank : int
-        Number of latent classes F (>= 1).
-    init : LatentClassParams, optional
-        Starting point; default a RAND-EM start (:func:`init_random`) from
-        ``random_state``.
-    n_categories : sequence of int, optional
-        Inferred from ``data`` when omitted.
-    accelerate : {None, "squarem"}
-        ``"squarem"`` runs SQUAREM-PMF (Chege et al., Tables I-II) around the same
-        compiled EM map.
-    max_iter : int, default 500
-        Maximum iterations (EM steps, or SQUAREM-PMF cycles of >= 3 EM maps each).
-    tol : float, default 1e-8
-        Stop when ``|L_k - L_{k-1}| <= tol * |L_k|`` for successive log-likelihoods.
-    random_state : None, int or numpy.random.Generator
-    progressbar : bool, default False
-    callback : callable, optional
-        ``callback(iteration, state)`` with an :class:`EMState` after every iteration;
-        returning ``True`` stops the fit (reported as not converged, without warning).
-
-    Returns
-    -------
-    params : LatentClassParams
-    info : EMInfo
-
-    Raises
-    ------
-    ValueError
-        Bad ``rank``, ``max_iter``, ``tol`` or ``accelerate``, an ``init`` of the wrong
-        shape or rank, or invalid data (e.g. a variable that is never observed).
-
-    Warns
-    -----
-    ConvergenceWarning
-        When ``max_iter`` is reached before the tolerance.
-
-    Notes
-    -----
-    The returned parameters are one EM map past the last log-likelihood in
-    ``info.loglik_trace``, so their log-likelihood is at least ``loglik_trace[-1]``.
-    The tolerance is on the log-likelihood, not on the parameters (the paper's Table I,
-    step 10, uses the parameter change).
-
-    Examples
-    --------
-    >>> codes = np.array([[0, 0], [1, 1], [0, 0], [1, 1], [0, -1]])
-    >>> params, info = fit_em(codes, rank=2, random_state=0, max_iter=1000, tol=1e-10)
-    >>> info.converged, bool(np.all(np.diff(info.loglik_trace) >= -1e-9))
-    (True, True)
-    """
-    rank, max_iter, tol = check_em_args(accelerate, rank, max_iter, tol, callback, "fit_em")
-    codes, n_cat = as_codes(data, n_categories)
-    w, a = em_start(init, n_cat, rank, random_state)
-    kernel = EMKernel(codes, n_cat, rank)
-    return run_em(
-        kernel,
-        w,
-        a,
-        n_cat,
-        accelerate=accelerate,
-        max_iter=max_iter,
-        tol=tol,
-        progressbar=progressbar,
-        callback=callback,
-        owner="fit_em",
-    )
 
 
 def check_step_args(weights, factors_stacked, offsets, rank: int, owner: str):
@@ -736,93 +745,3 @@ def check_step_args(weights, factors_stacked, offsets, rank: int, owner: str):
             f"{want}; got {w.shape} and {a.shape}."
         )
     return w, a
-
-
-def check_em_args(accelerate, rank, max_iter, tol, callback, owner: str):
-    """Validate the loop arguments shared by every EM driver; return rank, max_iter, tol."""
-    if accelerate not in _ACCELERATORS:
-        raise ValueError(
-            f"The 'accelerate' parameter of {owner} must be None or 'squarem'. "
-            f"Got {accelerate!r}."
-        )
-    if callback is not None and not callable(callback):
-        raise ValueError(
-            f"The 'callback' parameter of {owner} must be callable or None. Got "
-            f"{type(callback).__name__}."
-        )
-    return (
-        check_int(rank, "rank", owner=owner, low=1),
-        check_int(max_iter, "max_iter", owner=owner, low=1),
-        check_float(tol, "tol", owner=owner, low=0.0),
-    )
-
-
-def em_start(init, n_cat, rank, random_state):
-    """Starting ``(weights, factors_stacked)``: ``init`` checked, or RAND-EM's start."""
-    if init is None:
-        start = init_random(n_cat, rank, random_state)
-        return start.weights, np.concatenate(start.factors, axis=0)
-    return _check_init(init, n_cat, rank)
-
-
-def run_em(
-    kernel,
-    w,
-    a,
-    n_cat,
-    *,
-    accelerate,
-    max_iter,
-    tol,
-    progressbar,
-    callback,
-    owner: str,
-):
-    """The EM / SQUAREM-PMF loop over any kernel with ``step(w, A) -> (w, A, loglik)``.
-
-    Shared by :func:`fit_em` and the Dask driver (``bayespmf.dask``): stops when the
-    relative log-likelihood change is at most ``tol`` or ``callback`` returns True, and
-    warns (``ConvergenceWarning``) at ``max_iter``.
-    """
-    import warnings
-
-    if accelerate == "squarem":
-        from bayespmf.kernels.squarem import squarem_pmf_step
-
-        def advance(w, a):
-            w1, a1, ll, info = squarem_pmf_step(kernel.step, w, a, n_cat)
-            return w1, a1, ll, info.n_evals
-
-    else:
-
-        def advance(w, a):
-            return (*kernel.step(w, a), 1)
-
-    trace: list[float] = []
-    n_evals = 0
-    converged = False
-    stopped = False
-    desc = "SQUAREM-PMF" if accelerate else "EM"
-    with progress_bar(max_iter, desc, enabled=progressbar) as bar:
-        for it in range(1, max_iter + 1):
-            w, a, ll, k = advance(w, a)
-            n_evals += k
-            trace.append(ll)
-            bar.update()
-            bar.set_postfix(loglik=ll)
-            if len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol * abs(trace[-1]):
-                converged = True
-            if callback is not None and callback(it, EMState(w, a, ll)) is True:
-                stopped = True
-            if converged or stopped:
-                break
-    if not converged and not stopped:
-        warnings.warn(
-            f"{owner} did not converge in max_iter={max_iter} iterations (relative "
-            f"log-likelihood change above tol={tol}). Increase 'max_iter', loosen 'tol' "
-            "or try accelerate='squarem'.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    params = LatentClassParams(np.array(w), split_factors(a, n_cat))
-    return params, EMInfo(len(trace), n_evals, np.asarray(trace), converged)

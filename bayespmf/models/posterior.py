@@ -41,6 +41,15 @@ INIT_CLIP = 1e-4
 #: start apart enough for r-hat to mean something, close enough to share the mode.
 INIT_JITTER = 0.05
 
+#: ``sample(init="optima")`` starts chains at the optima within this many
+#: log-likelihood units of the best: a few units is the scale on which the posterior
+#: mass of a mode can still compete with the best one's.
+OPTIMA_WINDOW = 5.0
+
+#: ``convergence_summary`` reports chains in different modes when their mean total
+#: log-likelihoods differ by more than this many pooled within-chain sds.
+MODE_GAP_SDS = 3.0
+
 #: Draws per block when a posterior quantity is computed over all draws at once.
 _DRAW_BLOCK = 64
 
@@ -233,13 +242,21 @@ def sample(
         and the model is built with default priors).
     rank : int, optional
         Number of classes when data are given.
-    init : "auto", LatentClassPMF, (weights, factors), dict or None, default "auto"
+    init : "auto", "optima", LatentClassPMF, (weights, factors), dict or None
         Start every chain at this point estimate (jittered per chain on the log scale
-        of the simplex). ``"auto"`` fits a CNMF-SPA-EM estimate first (a fraction of a
-        second). ``None`` uses PyMC's default initialization, whose chains can settle
-        in different modes: on UCI Car at rank 4 they did (r-hat 2.37 after label
-        alignment), while every chain started at the CNMF-SPA-EM estimate agreed
-        (r-hat 1.007, bulk ESS 2527; ``benchmarks/bayes_latent_class.py``).
+        of the simplex). ``"auto"`` (default) fits the maximum-likelihood estimate
+        first (``LatentClassPMF(rank, random_state=random_seed)``: many starts, the
+        best kept) and starts every chain at its best optimum. ``"optima"`` fits the
+        same estimate and starts the chains at its *distinct* optima within
+        ``OPTIMA_WINDOW`` log-likelihood units of the best, in turn (chain ``c`` at
+        optimum ``c mod k``; a fitted LatentClassPMF may be passed as
+        ``("optima", estimator)``): when the posterior has several modes the chains
+        then disagree, and :func:`convergence_summary` says which chains sit where;
+        ``idata.posterior.attrs["chain_start_optimum"]`` records the starts. ``None``
+        uses PyMC's default initialization, whose chains can settle in different modes:
+        on UCI Car at rank 4 they did (r-hat 2.37 after label alignment), while every
+        chain started at a CNMF-SPA-EM estimate agreed (r-hat 1.007, bulk ESS 2527;
+        ``benchmarks/bayes_latent_class.py``).
     method : {"nuts", "advi"}
     draws, tune, chains : int
         For NUTS; for ADVI ``draws`` samples are taken from the fitted approximation
@@ -281,17 +298,30 @@ def sample(
     chains = check_int(chains, "chains", low=1)
     rng = np.random.default_rng(random_seed)
     point = None
+    starts = None
+    if isinstance(init, tuple) and len(init) == 2 and isinstance(init[0], str):
+        init, point = "optima", init[1]
     if isinstance(init, str):
-        if init != "auto":
-            raise DataValidationError(f"'init' string must be 'auto'; got {init!r}.")
-        point = LatentClassPMF(rank, random_state=random_seed).fit(data)
+        if init not in ("auto", "optima"):
+            raise DataValidationError(
+                f"The 'init' parameter of sample must be 'auto', 'optima', a point "
+                f"estimate or None; got {init!r}."
+            )
+        if point is None:
+            point = LatentClassPMF(rank, random_state=random_seed).fit(data)
+        if init == "optima":
+            starts = _optima_starts(point)
     elif init is not None:
         point = init
     initvals = None
-    if point is not None:
-        initvals = initvals_from_params(
-            model, point, chains=chains if method == "nuts" else 1, random_state=rng
-        )
+    n_chains = chains if method == "nuts" else 1
+    if starts is not None:
+        initvals = [
+            initvals_from_params(model, starts[c % len(starts)], random_state=rng)[0]
+            for c in range(n_chains)
+        ]
+    elif point is not None:
+        initvals = initvals_from_params(model, point, chains=n_chains, random_state=rng)
     idata, elapsed = run_sampler(
         model,
         method=method,
@@ -307,6 +337,13 @@ def sample(
     idata.posterior.attrs["bayespmf_variables"] = json.dumps(list(data.names))
     idata.posterior.attrs["sampling_method"] = method
     idata.posterior.attrs["sampling_time"] = elapsed
+    if starts is not None:
+        idata.posterior.attrs["chain_start_optimum"] = [
+            c % len(starts) for c in range(n_chains)
+        ]
+        idata.posterior.attrs["start_optima_loglik"] = [
+            float(v) for v in point.optima_["loglik"].iloc[: len(starts)]
+        ]
     if align:
         if point is None:
             point = LatentClassPMF(rank, random_state=random_seed).fit(data)
@@ -325,6 +362,18 @@ def sample(
         )
         idata.add_groups({"log_likelihood": ds})
     return idata
+
+
+def _optima_starts(point) -> list:
+    """The distinct optima of a multi-start fit within OPTIMA_WINDOW of the best."""
+    table = getattr(point, "optima_", None)
+    if table is None or getattr(point, "optima_params_", None) is None:
+        raise DataValidationError(
+            "init='optima' needs a LatentClassPMF fitted with method='auto' (it has "
+            "optima_); got one without."
+        )
+    keep = int((table["gap"] <= OPTIMA_WINDOW).sum())
+    return list(point.optima_params_[:keep])
 
 
 def posterior_predict_proba(idata, data, target, *, model_data=None) -> np.ndarray:
@@ -407,6 +456,9 @@ def convergence_summary(idata, *, rhat_max: float = 1.01, ess_min: float = 400) 
                 f"r-hat above {rhat_max} for {bad}: chains disagree (label switching "
                 "not undone, several modes, or too few draws)."
             )
+    modes = _chain_modes(idata)
+    if modes is not None:
+        problems.append(modes)
     low = table.index[table["ess_bulk_min"] < ess_min].tolist()
     if low:
         problems.append(
@@ -420,12 +472,45 @@ def convergence_summary(idata, *, rhat_max: float = 1.01, ess_min: float = 400) 
     return {"table": table, "divergences": div, "problems": problems, "ok": not problems}
 
 
+def _chain_modes(idata) -> str | None:
+    """In words: which chains sit in which mode, by their total log-likelihood."""
+    if "log_likelihood" not in idata.groups() or idata.posterior.sizes.get("chain", 1) < 2:
+        return None
+    ll = idata.log_likelihood["x"].sum("row").values  # (chain, draw)
+    means, sds = ll.mean(axis=1), ll.std(axis=1)
+    pooled = float(np.sqrt(np.mean(sds**2)))
+    order = np.argsort(-means)
+    groups = [[int(order[0])]]
+    for c in order[1:]:
+        if means[groups[-1][-1]] - means[c] > MODE_GAP_SDS * max(pooled, 1e-12):
+            groups.append([int(c)])
+        else:
+            groups[-1].append(int(c))
+    if len(groups) == 1:
+        return None
+    parts = [f"chains {sorted(g)} around {means[g].mean():.6g}" for g in groups]
+    gap = float(means[groups[0]].mean() - means[groups[-1]].mean())
+    started = idata.posterior.attrs.get("chain_start_optimum")
+    origin = (
+        f" The chains started at optima {list(started)} of the multi-start fit."
+        if started is not None
+        else ""
+    )
+    return (
+        f"chains sit in {len(groups)} different modes of the posterior (mean total "
+        f"log-likelihood: {'; '.join(parts)}; gap {gap:.3g}, within-chain sd "
+        f"{pooled:.3g}).{origin} The posterior is multimodal: report the modes "
+        "separately (select chains) or sample longer; averages over all chains mix "
+        "them."
+    )
+
+
 def select_rank(
     data,
     ranks,
     *,
     criterion: str = "heldout",
-    method: str = "cnmf-spa-em",
+    method: str = "auto",
     test_fraction: float = 0.2,
     random_state=None,
     sample_kwargs: dict | None = None,

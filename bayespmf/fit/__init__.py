@@ -1,0 +1,36 @@
+"""Fitting: the one iteration loop, the EM drivers and the latent-class fit pipeline.
+
+:func:`iterate` is the loop every iterative estimator runs under; :func:`fit_em` the
+EM / SQUAREM-PMF driver; :func:`fit_latent_class` the one public fit function of the
+latent-class PMF (a registry of methods, ``"auto"`` = multi-start maximum likelihood)
+that :class:`~bayespmf.estimators.LatentClassPMF` and ``bayespmf.dask`` call.
+"""
+
+from bayespmf.fit.em import EMInfo, ad_em, fit_em, run_em
+from bayespmf.fit.latent_class import (
+    DEFAULT_N_INIT,
+    METHODS,
+    InMemorySource,
+    LatentClassFit,
+    LocalOptimumWarning,
+    fit_latent_class,
+    max_identifiable_rank,
+)
+from bayespmf.fit.loop import IterInfo, StepInfo, iterate
+
+__all__ = [
+    "DEFAULT_N_INIT",
+    "METHODS",
+    "EMInfo",
+    "InMemorySource",
+    "IterInfo",
+    "LatentClassFit",
+    "LocalOptimumWarning",
+    "StepInfo",
+    "ad_em",
+    "fit_em",
+    "fit_latent_class",
+    "iterate",
+    "max_identifiable_rank",
+    "run_em",
+]

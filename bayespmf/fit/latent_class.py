@@ -1,0 +1,861 @@
+r"""One public fit function for latent-class PMFs, with a registry of methods.
+
+:func:`fit_latent_class` validates, picks the method from :data:`METHODS` by name and
+runs it on a *data source*: an object with ``n_categories``, ``names``, ``categories``
+and the passes a method needs (``pairwise_marginals()``, ``triple_marginals()``,
+``categorical()``, ``em_kernel(rank, backend)``). :class:`InMemorySource` holds rows
+in memory; ``bayespmf.dask`` supplies one over chunked arrays, so the estimator
+(:class:`~bayespmf.estimators.LatentClassPMF`) and the Dask path call the same function
+(as scikit-learn's ``NMF`` calls ``non_negative_factorization``).
+
+The default method, ``"auto"``, is the maximum-likelihood estimate from several starts
+(:func:`multistart`): the CNMF-SPA estimate (Ibrahim & Fu, Alg. 2) and random starts
+drawn from ``random_state``, each refined by SQUAREM-PMF (Chege et al., Tables I-II)
+under the stopping rule of :mod:`bayespmf.fit.loop`; the best log-likelihood is kept
+and the distinct optima are reported, as poLCA and Mplus do.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from bayespmf._validation import (
+    ConvergenceWarning,
+    DataValidationError,
+    as_codes,
+    check_float,
+    check_int,
+    check_random_state,
+)
+from bayespmf.data import CategoricalData
+from bayespmf.fit.em import ad_em, em_start, run_em
+from bayespmf.kernels.cnmf import cnmf_opt, cnmf_spa
+from bayespmf.kernels.ctd import ctd
+from bayespmf.kernels.em import (
+    build_em_kernel,
+    init_random,
+    normalize_blocks,
+)
+from bayespmf.kernels.juror import juror
+from bayespmf.kernels.squarem import batched_squarem_pmf_step
+from bayespmf.pmf import (
+    LatentClassParams,
+    check_params,
+    log_likelihood_rows,
+    offsets_of,
+    stack_factors,
+)
+
+__all__ = [
+    "DEFAULT_N_INIT",
+    "INIT_FLOOR",
+    "METHODS",
+    "InMemorySource",
+    "LatentClassFit",
+    "LocalOptimumWarning",
+    "fit_latent_class",
+    "max_identifiable_rank",
+    "multistart",
+    "optima_table",
+    "rows_start",
+]
+
+#: Estimation methods and what each runs.
+METHODS = {
+    "auto": "maximum likelihood from several starts (CNMF-SPA and random), each refined "
+    "by SQUAREM-PMF; the best kept, the distinct optima reported",
+    "em": "EM from a random uniform start (RAND-EM)",
+    "squarem": "SQUAREM-PMF accelerated EM from a random uniform start",
+    "cnmf-spa": "CNMF-SPA (Ibrahim & Fu, Alg. 2) on the pairwise marginals",
+    "cnmf-opt": "CNMF-OPT (Ibrahim & Fu, Alg. 1) started from CNMF-SPA: KL mirror descent "
+    "on the pairwise marginals",
+    "cnmf-spa-em": "CNMF-SPA, then EM on the full data (Ibrahim & Fu, Sec. 5)",
+    "cnmf-spa-squarem": "CNMF-SPA, then SQUAREM-PMF accelerated EM",
+    "juror": "JUROR (Vora et al., Alg. 1: G1+G2+G3) on one-way marginals of random "
+    "2-sparse projections",
+    "juror-b": "JUROR ablation G1+G3",
+    "juror-c": "JUROR ablation G1+G2",
+    "ctd": "CTD baseline (Kargas et al.): coupled factorization of the triple marginals",
+    "ad-em": "MLE-AD-EM baseline (Yeredor & Haardt): alternating directions, then EM",
+}
+
+#: Per-stage defaults of (max_iter, tol) used when the caller gives None. The "auto"
+#: refinement runs to a tighter tolerance than a single EM so that optima a few
+#: hundredths of a log-likelihood unit apart are told apart.
+DEFAULT_MAX_ITER = {"em": 1000, "squarem": 1000, "auto": 2000, "cnmf-opt": 3000}
+DEFAULT_TOL = {"em": 1e-7, "squarem": 1e-7, "auto": 1e-8, "cnmf-opt": 1e-6}
+
+#: Starts of ``method="auto"`` (CNMF-SPA plus random ones). Chosen by measurement as
+#: the smallest count that reached the best known optimum on every data set of
+#: ``benchmarks/mle_reliability.py``.
+DEFAULT_N_INIT = 100
+
+#: Entries of a geometric estimate are floored at this value (then renormalized) before
+#: EM starts from it, and in the final estimates of the marginal-based methods: an exact
+#: zero is absorbing for EM and makes the likelihood of a row that needs it -inf, while
+#: 1e-6 is far below any probability the data resolve.
+INIT_FLOOR = 1e-6
+
+#: Two refined starts are the same optimum when their log-likelihoods differ by at
+#: most this (log-likelihood units; the precision the optima table reports). Within
+#: one optimum, parameters that differ (after label matching) by more than
+#: OPTIMUM_PARAM_ATOL are reported as a flat ridge (the table's ``spread``).
+OPTIMUM_LOGLIK_ATOL = 0.01
+OPTIMUM_PARAM_ATOL = 0.05
+
+#: Exploration of ``method="auto"``: every start runs this many SQUAREM-PMF cycles, all
+#: starts at once (one batched EM map), before the best REFINE_SHARE of them (at least
+#: MIN_REFINE) are refined to ``tol``. Measured on UCI Car, Votes and simulated binary
+#: items (30 starts each): after 20 cycles the starts that end at the best optimum
+#: ranked first; after 5-10 cycles some ranked 4th-22nd (Mplus's "STARTS = 20 4"
+#: practice, with the stage lengths chosen by that measurement).
+EXPLORE_CYCLES = 20
+REFINE_SHARE = 0.1
+MIN_REFINE = 4
+
+
+#: ``LocalOptimumWarning`` is raised when fewer than this share of the starts (and
+#: never fewer than 2) reached the best log-likelihood: a best optimum found by one
+#: start in ten may be missed by the next seed.
+MIN_BEST_SHARE = 0.2
+
+#: Weight of the data's one-way frequencies in a row-seeded start (rows_start): the
+#: seed row's observed categories get 1 - ROW_SEED_SMOOTHING of the mass, so every
+#: category stays possible in every class.
+ROW_SEED_SMOOTHING = 0.5
+
+
+class LocalOptimumWarning(UserWarning):
+    """The best log-likelihood was reached by too few starts: it may not be the MLE."""
+
+
+class LatentClassFit(NamedTuple):
+    """What :func:`fit_latent_class` returns.
+
+    Attributes
+    ----------
+    params : LatentClassParams
+        The estimate (for ``"auto"``: the best optimum).
+    loglik : float
+        Log-likelihood of ``params`` on the fitted rows (nan for methods that never
+        touch the rows, e.g. ``"cnmf-spa"`` on Dask data).
+    n_iter : int
+        Iterations of the iterative stage (for ``"auto"``: of the best start).
+    loglik_trace : ndarray
+        Objective after each iteration of the iterative stage (EM stages: total
+        log-likelihood), empty for methods without one.
+    converged : bool
+    info : dict
+        Details from the stages (e.g. the chosen CNMF-SPA split, every start's result).
+    optima : pandas.DataFrame or None
+        ``"auto"`` only: one row per distinct optimum, best first (:func:`optima_table`).
+    n_init_best : int or None
+        ``"auto"`` only: starts that reached the best optimum.
+    optima_params : list of LatentClassParams
+        ``"auto"`` only: the parameters of each row of ``optima``.
+    """
+
+    params: LatentClassParams
+    loglik: float
+    n_iter: int
+    loglik_trace: np.ndarray
+    converged: bool
+    info: dict
+    optima: pd.DataFrame | None = None
+    n_init_best: int | None = None
+    optima_params: list | None = None
+
+
+# ------------------------------------------------------------------------ data source
+
+
+class InMemorySource:
+    """The data passes of :func:`fit_latent_class` on in-memory codes.
+
+    ``bayespmf.dask`` supplies the same methods over chunked data, so every estimation
+    method runs the same stages whatever holds the rows.
+    """
+
+    #: Its EM kernel takes many starts at once (multi-start exploration).
+    batched = True
+
+    def __init__(self, codes, n_categories, names=None, categories=None):
+        self.codes = codes
+        self.n_categories = np.asarray(n_categories, dtype=np.int64)
+        self.names, self.categories = names, categories
+
+    def pairwise_marginals(self):
+        """Empirical pairwise marginals of all variable pairs."""
+        from bayespmf.marginals import pairwise_marginals
+
+        return pairwise_marginals(self.codes, self.n_categories)
+
+    def triple_marginals(self):
+        """Empirical triple marginals of all variable triples."""
+        from bayespmf.marginals import triple_marginals
+
+        return triple_marginals(self.codes, self.n_categories)
+
+    def categorical(self) -> CategoricalData:
+        """The rows themselves (for kernels that need them: JUROR, AD-EM, row seeds)."""
+        return CategoricalData(self.codes, self.n_categories)
+
+    def em_kernel(self, rank: int, backend: str = "auto"):
+        """The EM map of these rows (:func:`bayespmf.kernels.em.build_em_kernel`)."""
+        return build_em_kernel(self.codes, self.n_categories, rank, backend=backend)
+
+
+def _as_source(data, n_categories):
+    if hasattr(data, "em_kernel") and hasattr(data, "pairwise_marginals"):
+        return data
+    codes, n_cat = as_codes(data, n_categories, name="data")
+    keep = (codes >= 0).any(axis=1)
+    if not keep.any():
+        raise DataValidationError(
+            "Every row of 'data' is entirely missing; there is nothing to fit."
+        )
+    codes = codes[keep] if not keep.all() else codes
+    names = getattr(data, "names", None) if isinstance(data, CategoricalData) else None
+    cats = getattr(data, "categories", None) if isinstance(data, CategoricalData) else None
+    return InMemorySource(codes, n_cat, names, cats)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def max_identifiable_rank(n_categories) -> int:
+    """Largest rank whose parameter count does not exceed that of the full joint PMF.
+
+    A rank-F latent-class model has ``F (1 + sum_n (I_n - 1)) - 1`` free parameters;
+    with more than the ``prod_n I_n - 1`` free entries of the joint PMF it cannot be
+    identified from any amount of data.
+
+    Examples
+    --------
+    >>> max_identifiable_rank([2, 2, 2])
+    2
+    >>> max_identifiable_rank([4, 4, 4, 4, 3, 3, 3])
+    363
+    """
+    # exact integer arithmetic: the product of the alphabet sizes overflows float64
+    # beyond ~1e308 (e.g. 400 variables of 10 categories)
+    n_cat = [int(i) for i in np.asarray(n_categories).ravel()]
+    per_class = 1 + sum(i - 1 for i in n_cat)
+    return max(1, math.prod(n_cat) // per_class)
+
+
+def floor_params(params: LatentClassParams, floor: float = INIT_FLOOR) -> LatentClassParams:
+    """Every entry at least ``floor``, then renormalized onto the simplex."""
+    w = np.maximum(params.weights, floor)
+    fs = [np.maximum(a, floor) for a in params.factors]
+    return LatentClassParams(w / w.sum(), [a / a.sum(axis=0, keepdims=True) for a in fs])
+
+
+def rows_start(data: CategoricalData, rank: int, random_state=None) -> LatentClassParams:
+    """A start seeded on ``rank`` rows chosen k-means++-style (D^2 sampling).
+
+    The first seed row is drawn uniformly; each next one with probability proportional
+    to the squared share of disagreeing entries (over the entries both observe) to its
+    nearest seed. Class ``f`` gets equal weight and, for each variable, the mixture
+    ``(1 - s) * onehot(seed_f) + s * frequencies`` with ``s = ROW_SEED_SMOOTHING`` (the
+    one-way frequencies alone where the seed row is missing).
+
+    Examples
+    --------
+    >>> d = CategoricalData([[0, 1], [1, 0], [0, 1], [1, 0]], [2, 2])
+    >>> p = rows_start(d, 2, random_state=0)
+    >>> [a.sum(axis=0).round(12).tolist() for a in p.factors]
+    [[1.0, 1.0], [1.0, 1.0]]
+    """
+    rng = check_random_state(random_state)
+    codes = np.asarray(data.codes)
+    n_cat = np.asarray(data.n_categories)
+    n_rows = codes.shape[0]
+    observed = codes >= 0
+    seeds = [int(rng.integers(n_rows))]
+    dist = np.full(n_rows, np.inf)
+    for _ in range(1, rank):
+        s = codes[seeds[-1]]
+        both = observed & (s >= 0)
+        n_both = both.sum(axis=1)
+        differ = (both & (codes != s)).sum(axis=1)
+        d = np.where(n_both > 0, differ / np.maximum(n_both, 1), 1.0)
+        dist = np.minimum(dist, d)
+        p = dist**2
+        total = p.sum()
+        # all rows identical to a seed: any row will do
+        seeds.append(
+            int(rng.choice(n_rows, p=p / total) if total > 0 else rng.integers(n_rows))
+        )
+    factors = []
+    for n, size in enumerate(n_cat):
+        col = codes[:, n]
+        freq = np.bincount(col[col >= 0], minlength=size).astype(float) + 1.0
+        freq /= freq.sum()
+        a = np.repeat(freq[:, None], rank, axis=1)
+        for f, r in enumerate(seeds):
+            if codes[r, n] >= 0:
+                a[:, f] *= ROW_SEED_SMOOTHING
+                a[codes[r, n], f] += 1.0 - ROW_SEED_SMOOTHING
+        factors.append(a)
+    return LatentClassParams(np.full(rank, 1.0 / rank), factors)
+
+
+def _match_distance(a: LatentClassParams, b: LatentClassParams) -> float:
+    """Largest parameter difference after matching b's classes to a's (Hungarian)."""
+    from bayespmf.metrics import match_components
+
+    sa, sb = stack_factors(a.factors), stack_factors(b.factors)
+    ta = np.vstack([sa, a.weights[None, :]])
+    tb = np.vstack([sb, b.weights[None, :]])
+    perm = match_components(tb, ta)
+    return float(np.max(np.abs(ta - tb[:, perm])))
+
+
+def optima_table(results, labels) -> tuple[pd.DataFrame, list, np.ndarray]:
+    """Group refined starts into distinct optima by their log-likelihoods.
+
+    Parameters
+    ----------
+    results : list of (LatentClassParams, loglik, converged)
+    labels : list of str
+        The kind of each start (e.g. ``"cnmf-spa"``, ``"random"``, ``"rows"``).
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per optimum, best first: ``loglik``, ``gap`` (to the best),
+        ``n_starts``, ``share`` (of the starts given), ``starts`` (their indices),
+        ``kinds``, ``converged`` (all of its starts converged) and ``spread``: the
+        largest parameter difference, after matching labels (Hungarian), between a
+        start and the optimum's first start. A spread above ``OPTIMUM_PARAM_ATOL``
+        means that different parameters reach the same likelihood (a flat ridge: the
+        parameters are weakly identified there).
+    params : list of LatentClassParams
+        The parameters of each optimum (of its best start).
+    group : ndarray of int
+        The optimum (row of ``table``) each start reached.
+
+    Notes
+    -----
+    Starts are the same optimum when their log-likelihoods differ by at most
+    ``OPTIMUM_LOGLIK_ATOL`` from the optimum's best start (label switching does not
+    change the likelihood).
+    """
+    order = sorted(range(len(results)), key=lambda i: -results[i][1])
+    reps: list[int] = []
+    group = np.empty(len(results), dtype=np.int64)
+    for i in order:
+        if reps and results[reps[-1]][1] - results[i][1] <= OPTIMUM_LOGLIK_ATOL:
+            group[i] = len(reps) - 1
+        else:
+            group[i] = len(reps)
+            reps.append(i)
+    best = results[reps[0]][1]
+    rows = []
+    for g, r in enumerate(reps):
+        members = np.flatnonzero(group == g)
+        spread = max(_match_distance(results[r][0], results[i][0]) for i in members)
+        rows.append(
+            {
+                "loglik": results[r][1],
+                "gap": best - results[r][1],
+                "n_starts": int(members.size),
+                "share": members.size / len(results),
+                "starts": members.tolist(),
+                "kinds": sorted({labels[i] for i in members}),
+                "converged": bool(all(results[i][2] for i in members)),
+                "spread": spread,
+            }
+        )
+    table = pd.DataFrame(rows)
+    table.index.name = "optimum"
+    return table, [results[r][0] for r in reps], group
+
+
+# ------------------------------------------------------------------------- multistart
+
+
+def _build_starts(source, rank, n_init, init, rng):
+    """The starts of ``"auto"`` and the kinds of start that could not be made."""
+    n_cat = source.n_categories
+    if isinstance(init, list | tuple):
+        return [("given", p) for p in init], {}
+    starts: list[tuple[str, Any]] = []
+    skipped: dict[str, str] = {}
+    rows = None
+    if init == "auto":
+        try:
+            spa, _ = cnmf_spa(source.pairwise_marginals(), rank, random_state=rng)
+            starts.append(("cnmf-spa", floor_params(spa)))
+        except ValueError as err:  # e.g. a rank beyond CNMF-SPA's split bound
+            skipped["cnmf-spa"] = str(err)
+        try:
+            rows = source.categorical()
+        except DataValidationError as err:  # rows not in memory (Dask)
+            skipped["rows"] = str(err)
+    while len(starts) < n_init:
+        if rows is not None and len(starts) % 2 == 0:
+            starts.append(("rows", rows_start(rows, rank, rng)))
+        else:
+            starts.append(("random", init_random(n_cat, rank, rng)))
+    return starts[:n_init], skipped
+
+
+def _explore(source, rank, starts, n_cycles):
+    """Advance every start by ``n_cycles`` batched SQUAREM-PMF cycles.
+
+    Returns the stacked states ``(weights (K, F), factors (P, K, F))`` and each
+    start's log-likelihood after the last cycle's first map (non-decreasing).
+    """
+    n_cat = source.n_categories
+    w = np.stack([np.asarray(p.weights, dtype=float) for _, p in starts])
+    a = np.stack([stack_factors(p.factors) for _, p in starts], axis=1)
+    kernel = source.em_kernel(rank, "numba")
+    loglik = np.full(len(starts), -np.inf)
+    for _ in range(n_cycles):
+        w, a, loglik, _ = batched_squarem_pmf_step(kernel.step, w, a, n_cat)
+    return w, a, loglik
+
+
+def multistart(
+    source,
+    rank: int,
+    *,
+    n_init: int = DEFAULT_N_INIT,
+    init="auto",
+    max_iter: int,
+    tol: float,
+    random_state=None,
+    backend: str = "auto",
+    progressbar: bool = False,
+) -> LatentClassFit:
+    """The maximum-likelihood estimate from several starts (``method="auto"``).
+
+    Parameters
+    ----------
+    source : data source
+        See :func:`fit_latent_class`.
+    rank : int
+    n_init : int
+        Number of starts.
+    init : "auto", "random" or list of LatentClassParams
+        ``"auto"``: the CNMF-SPA estimate (when it can be computed at this rank),
+        then random starts alternating between row seeds (:func:`rows_start`;
+        in-memory data only) and RAND-EM's uniform start
+        (:func:`bayespmf.kernels.em.init_random`); ``"random"``: uniform random
+        starts only; a list: these starts (then ``n_init`` is their number).
+    max_iter, tol : int, float
+        Of every refined start's SQUAREM-PMF run.
+    random_state : None, int or numpy.random.Generator
+        Seeds the random starts (and CNMF-SPA's split search).
+    backend : str
+        Of the EM map of the refinement (:func:`bayespmf.kernels.em.build_em_kernel`).
+    progressbar : bool
+
+    Returns
+    -------
+    LatentClassFit
+
+    Notes
+    -----
+    Two stages (Mplus's initial and final stage optimizations): all starts run
+    ``EXPLORE_CYCLES`` cycles of SQUAREM-PMF together, in one batched EM map
+    (:class:`~bayespmf.kernels.em.NumbaEMKernel`; in-memory data), then the best
+    ``max(MIN_REFINE, REFINE_SHARE * n_init)`` are refined one by one to ``tol`` with
+    SQUAREM-PMF (:func:`bayespmf.fit.em.run_em`) and grouped into distinct optima
+    (:func:`optima_table`). Without rows in memory every start is refined.
+    """
+    from bayespmf._progress import progress_bar
+
+    rng = check_random_state(random_state)
+    n_cat = source.n_categories
+    offsets = offsets_of(n_cat)
+    starts, skipped = _build_starts(source, rank, n_init, init, rng)
+    explore_loglik = None
+    refine = list(range(len(starts)))
+    n_refine = max(MIN_REFINE, math.ceil(REFINE_SHARE * len(starts)))
+    states = [(np.asarray(p.weights, float), stack_factors(p.factors)) for _, p in starts]
+    if getattr(source, "batched", False) and len(starts) > n_refine:
+        w, a, explore_loglik = _explore(source, rank, starts, EXPLORE_CYCLES)
+        states = [(w[k], normalize_blocks(a[:, k], offsets)) for k in range(len(starts))]
+        refine = sorted(np.argsort(-explore_loglik, kind="stable")[:n_refine].tolist())
+    kernel = source.em_kernel(rank, backend)
+    results, infos = [], []
+    with progress_bar(len(refine), "starts", enabled=progressbar) as bar:
+        for k in refine:
+            w, a = states[k]
+            params, info = run_em(
+                kernel,
+                w / w.sum(),
+                a,
+                n_cat,
+                accelerate="squarem",
+                max_iter=max_iter,
+                tol=tol,
+                owner="fit_latent_class",
+                warn=False,
+            )
+            results.append((params, info.loglik, info.converged))
+            infos.append(info)
+            bar.update()
+            bar.set_postfix(best=max(r[1] for r in results))
+    labels = [starts[k][0] for k in refine]
+    table, optima_params, group = optima_table(results, labels)
+    table["starts"] = [[refine[i] for i in members] for members in table["starts"]]
+    best = int(
+        np.flatnonzero(group == 0)[
+            np.argmax([results[i][1] for i in np.flatnonzero(group == 0)])
+        ]
+    )
+    info = {
+        "starts": [kind for kind, _ in starts],
+        "explore_loglik": explore_loglik,
+        "refined": np.asarray(refine),
+        "refined_loglik": np.array([r[1] for r in results]),
+        "refined_n_iter": np.array([i.n_iter for i in infos]),
+        "refined_n_evals": np.array([i.n_evals for i in infos]),
+        "refined_converged": np.array([i.converged for i in infos]),
+        "refined_optimum": group,
+        "skipped_starts": skipped,
+        "em": infos[best],
+    }
+    return LatentClassFit(
+        params=results[best][0],
+        loglik=float(results[best][1]),
+        n_iter=int(infos[best].n_iter),
+        loglik_trace=np.asarray(infos[best].loglik_trace, dtype=float),
+        converged=bool(infos[best].converged),
+        info=info,
+        optima=table,
+        n_init_best=int(table["n_starts"].iloc[0]),
+        optima_params=optima_params,
+    )
+
+
+# ------------------------------------------------------------------- single methods
+
+
+def _em_stage(source, rank, init, accelerate, opts, callback):
+    kernel = source.em_kernel(rank, opts["backend"])
+    w, a = em_start(init, source.n_categories, rank, opts["rng"], owner="fit_latent_class")
+    params, info = run_em(
+        kernel,
+        w,
+        a,
+        source.n_categories,
+        accelerate=accelerate,
+        max_iter=opts["max_iter"],
+        tol=opts["tol"],
+        progressbar=opts["progressbar"],
+        callback=callback,
+        owner="fit_latent_class",
+        warn=False,
+    )
+    return params, info
+
+
+def _run_em_method(accelerate, spectral):
+    def run(source, rank, opts, callback):
+        info: dict = {}
+        init = None
+        if spectral:
+            spa, info["cnmf_spa"] = cnmf_spa(
+                source.pairwise_marginals(), rank, random_state=opts["rng"]
+            )
+            init = floor_params(spa)
+        params, em = _em_stage(source, rank, init, accelerate, opts, callback)
+        info["em"] = em
+        return LatentClassFit(
+            params, em.loglik, em.n_iter, em.loglik_trace, em.converged, info
+        )
+
+    return run
+
+
+def _run_cnmf_spa(source, rank, opts, callback):
+    params, spa = cnmf_spa(source.pairwise_marginals(), rank, random_state=opts["rng"])
+    return LatentClassFit(
+        floor_params(params), np.nan, 0, np.array([]), True, {"cnmf_spa": spa}
+    )
+
+
+def _run_cnmf_opt(source, rank, opts, callback):
+    # started from CNMF-SPA, as the paper proposes (Sec. 4.2)
+    params, info = cnmf_opt(
+        source.pairwise_marginals(),
+        rank,
+        init="cnmf-spa",
+        max_iter=opts["max_iter"],
+        tol=opts["tol"],
+        random_state=opts["rng"],
+        progressbar=opts["progressbar"],
+    )
+    return LatentClassFit(
+        floor_params(params),
+        np.nan,
+        int(info.get("n_iter", 0)),
+        np.asarray(info.get("objective", []), dtype=float),
+        bool(info.get("converged", True)),
+        {"cnmf_opt": info},
+    )
+
+
+def _run_kernel(kernel, extra, stats):
+    def run(source, rank, opts, callback):
+        kwargs = dict(extra, random_state=opts["rng"], progressbar=opts["progressbar"])
+        if opts["max_iter_given"] is not None:
+            kwargs["max_iter"] = opts["max_iter_given"]
+        if opts["tol_given"] is not None:
+            kwargs["tol"] = opts["tol_given"]
+        data = source.triple_marginals() if stats == "triple" else source.categorical()
+        params, info = kernel(data, rank, **kwargs)
+        em = info.get("em")
+        return LatentClassFit(
+            params if em is not None else floor_params(params),
+            float(em.loglik) if em is not None else np.nan,
+            int(info.get("n_iter", 0)),
+            np.asarray(em.loglik_trace if em is not None else [], dtype=float),
+            bool(info.get("converged", True)),
+            {kernel.__name__: info},
+        )
+
+    return run
+
+
+#: method name -> runner(source, rank, opts, callback) -> LatentClassFit, and the
+#: stage whose max_iter/tol defaults apply (None: the kernel's own defaults).
+_REGISTRY: dict[str, tuple[Callable, str | None]] = {
+    "em": (_run_em_method(None, spectral=False), "em"),
+    "squarem": (_run_em_method("squarem", spectral=False), "squarem"),
+    "cnmf-spa": (_run_cnmf_spa, None),
+    "cnmf-opt": (_run_cnmf_opt, "cnmf-opt"),
+    "cnmf-spa-em": (_run_em_method(None, spectral=True), "em"),
+    "cnmf-spa-squarem": (_run_em_method("squarem", spectral=True), "squarem"),
+    "juror": (_run_kernel(juror, {"variant": "a"}, "rows"), None),
+    "juror-b": (_run_kernel(juror, {"variant": "b"}, "rows"), None),
+    "juror-c": (_run_kernel(juror, {"variant": "c"}, "rows"), None),
+    "ctd": (_run_kernel(ctd, {}, "triple"), None),
+    "ad-em": (_run_kernel(ad_em, {}, "rows"), None),
+}
+
+
+#: Methods whose last stage is EM / SQUAREM-PMF run here (their max_iter warning is
+#: raised by fit_latent_class; the other kernels warn themselves).
+_EM_STAGES = ("auto", "em", "squarem", "cnmf-spa-em", "cnmf-spa-squarem")
+
+
+def _check_method(method, owner):
+    if method not in METHODS:
+        close = difflib.get_close_matches(str(method), list(METHODS), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"The 'method' parameter of {owner} must be one of {list(METHODS)}. "
+            f"Got {method!r}.{hint}"
+        )
+    return method
+
+
+# ---------------------------------------------------------------------- public entry
+
+
+def fit_latent_class(
+    data,
+    rank: int,
+    method: str = "auto",
+    *,
+    n_categories=None,
+    n_init: int | None = None,
+    init="auto",
+    max_iter: int | None = None,
+    tol: float | None = None,
+    random_state=None,
+    backend: str = "auto",
+    progressbar: bool = False,
+    callback=None,
+    owner: str = "fit_latent_class",
+) -> LatentClassFit:
+    """Fit a latent-class PMF ``Pr(x) = sum_f lambda_f prod_n A_n(x_n, f)`` by ``method``.
+
+    Parameters
+    ----------
+    data : CategoricalData, array_like of int (S, N), or a data source
+        ``-1`` marks missing entries (marginalized out); all-missing rows are ignored.
+        A data source (see the module docstring; e.g. ``bayespmf.dask``'s) is used as
+        it is.
+    rank : int
+        Number of latent classes F.
+    method : str, default "auto"
+        A key of :data:`METHODS`. ``"auto"`` is the maximum-likelihood estimate from
+        ``n_init`` starts (:func:`multistart`); the others are the single-start
+        algorithms of the papers.
+    n_categories : sequence of int, optional
+        Alphabet sizes (taken from ``data`` when it is a CategoricalData).
+    n_init : int, optional
+        Starts of ``"auto"`` (default :data:`DEFAULT_N_INIT`); must be None or 1 for
+        the other methods.
+    init : "auto", "random" or list of LatentClassParams, default "auto"
+        Starts of ``"auto"`` (see :func:`multistart`).
+    max_iter, tol : optional
+        Iteration cap and tolerance of the iterative stage; by default
+        ``DEFAULT_MAX_ITER``/``DEFAULT_TOL`` of the method (the kernels' own for JUROR,
+        CTD and AD-EM). EM stages stop by the rule of :mod:`bayespmf.fit.loop`.
+    random_state : None, int or numpy.random.Generator
+        Seeds every random part (starts, split search, projections).
+    backend : {"auto", "compiled", "scipy"}
+        The EM map (:func:`bayespmf.kernels.em.build_em_kernel`).
+    progressbar : bool, default False
+    callback : callable, optional
+        ``callback(n_iter, EMState)`` after each EM iteration of the single-start EM
+        methods; returning True stops the fit.
+    owner : str
+        Name used in messages (the estimator passes its own).
+
+    Returns
+    -------
+    LatentClassFit
+
+    Raises
+    ------
+    DataValidationError
+        Malformed data, a variable never observed, or a rank that cannot be identified.
+    ValueError
+        Bad ``method``, ``n_init``, ``max_iter``, ``tol`` or ``callback``.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the iterative stage (of the best start) stopped at ``max_iter``.
+    LocalOptimumWarning
+        ``"auto"``: the best optimum was reached by fewer than ``MIN_BEST_SHARE`` of
+        the starts (or by one only).
+
+    Examples
+    --------
+    >>> from bayespmf.datasets import make_latent_class
+    >>> data, _ = make_latent_class(1000, [2, 3, 2, 3, 2], rank=2, random_state=0)
+    >>> fit = fit_latent_class(data, 2, random_state=0)
+    >>> fit.optima[["n_starts"]].to_numpy().ravel().tolist()
+    [10]
+    >>> bool(fit.loglik < 0), fit.converged
+    (True, True)
+    """
+    method = _check_method(method, owner)
+    source = _as_source(data, n_categories)
+    n_cat = source.n_categories
+    rank = check_int(rank, "rank", owner=owner, low=1)
+    limit = max_identifiable_rank(n_cat)
+    if rank > limit:
+        raise DataValidationError(
+            f"The 'rank' parameter of {owner} is {rank}, but with alphabet sizes "
+            f"{np.asarray(n_cat).tolist()} a rank-{rank} model has more free "
+            f"parameters than the full joint PMF, so it cannot be identified. Use "
+            f"rank <= {limit}."
+        )
+    if callback is not None and not callable(callback):
+        raise ValueError(
+            f"The 'callback' parameter of {owner} must be callable or None. Got "
+            f"{type(callback).__name__}."
+        )
+    if method == "auto":
+        stage = "auto"
+        if isinstance(init, list | tuple):
+            given = [check_params(w, f, n_cat) for w, f in init]
+            if n_init is not None and n_init != len(given):
+                raise ValueError(
+                    f"The 'n_init' parameter of {owner} is {n_init} but 'init' holds "
+                    f"{len(given)} starts. Leave n_init=None or make them agree."
+                )
+            n_init = len(given)
+            init = given
+        elif init not in ("auto", "random"):
+            raise ValueError(
+                f"The 'init' parameter of {owner} must be 'auto', 'random' or a list of "
+                f"(weights, factors) starts. Got {init!r}."
+            )
+        n_init = check_int(
+            DEFAULT_N_INIT if n_init is None else n_init, "n_init", owner=owner, low=1
+        )
+    else:
+        stage = _REGISTRY[method][1]
+        if n_init not in (None, 1):
+            raise ValueError(
+                f"The 'n_init' parameter of {owner} applies to method='auto' only; "
+                f"method={method!r} runs from one start. Use method='auto' for "
+                "several starts."
+            )
+    max_iter_given = (
+        None if max_iter is None else check_int(max_iter, "max_iter", owner=owner, low=1)
+    )
+    tol_given = None if tol is None else check_float(tol, "tol", owner=owner, low=0.0)
+    opts = {
+        "rng": check_random_state(random_state),
+        "max_iter": max_iter_given
+        if max_iter_given is not None
+        else DEFAULT_MAX_ITER.get(stage),
+        "tol": tol_given if tol_given is not None else DEFAULT_TOL.get(stage),
+        "max_iter_given": max_iter_given,
+        "tol_given": tol_given,
+        "backend": backend,
+        "progressbar": bool(progressbar),
+    }
+    if method == "auto":
+        result = multistart(
+            source,
+            rank,
+            n_init=n_init,
+            init=init,
+            max_iter=opts["max_iter"],
+            tol=opts["tol"],
+            random_state=opts["rng"],
+            backend=backend,
+            progressbar=progressbar,
+        )
+        _warn_optima(result, n_init, owner)
+    else:
+        result = _REGISTRY[method][0](source, rank, opts, callback)
+    params = check_params(result.params.weights, result.params.factors, n_cat, atol=1e-6)
+    loglik = result.loglik
+    if not np.isfinite(loglik) and hasattr(source, "codes"):
+        loglik = float(log_likelihood_rows(source.codes, *params).sum())
+    result = result._replace(params=params, loglik=loglik)
+    em = result.info.get("em")
+    if method in _EM_STAGES and not result.converged and not em.stopped:
+        warnings.warn(
+            f"{owner}(method={method!r}) stopped after max_iter={opts['max_iter']} "
+            f"iterations while the objective was still rising by more than "
+            f"tol={opts['tol']} allows. Increase max_iter or tol.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return result
+
+
+def _warn_optima(result: LatentClassFit, n_init: int, owner: str) -> None:
+    table = result.optima
+    n_best = int(result.n_init_best)
+    n_refined = int(table["n_starts"].sum())
+    if n_refined < 2:
+        return
+    need = max(2, math.ceil(MIN_BEST_SHARE * n_refined))
+    if n_best < need:
+        second = (
+            f"; the next optimum is {table['gap'].iloc[1]:.3g} log-likelihood units lower"
+            if len(table) > 1
+            else ""
+        )
+        warnings.warn(
+            f"{owner}: the best log-likelihood ({result.loglik:.6g}) was reached by "
+            f"{n_best} of the {n_refined} refined starts (of n_init={n_init}; "
+            f"{len(table)} distinct optima{second}). It may not be the maximum "
+            f"likelihood: refit with a larger n_init (e.g. {4 * n_init}) and compare.",
+            LocalOptimumWarning,
+            stacklevel=3,
+        )

@@ -1,0 +1,105 @@
+import warnings
+
+import numpy as np
+import pytest
+
+from bayespmf import LatentClassPMF
+from bayespmf.datasets import make_latent_class
+from bayespmf.fit import LocalOptimumWarning, fit_latent_class
+from bayespmf.fit.latent_class import optima_table, rows_start
+from bayespmf.pmf import LatentClassParams, log_likelihood_rows
+
+
+@pytest.fixture(scope="module")
+def trap():
+    """Binary items where RAND-EM from seed 5 ends in a local maximum 0.43 below."""
+    data, _ = make_latent_class(300, [2] * 6, rank=3, random_state=2)
+    return data
+
+
+def test_default_reaches_the_optimum_a_single_start_misses(trap):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        auto = LatentClassPMF(3, random_state=0).fit(trap)
+    single = LatentClassPMF(3, method="em", random_state=5, tol=1e-10, max_iter=20000)
+    single.fit(trap)
+    ll = log_likelihood_rows(trap.codes, auto.weights_, auto.factors_).sum()
+    assert auto.loglik_ == pytest.approx(ll, rel=1e-12)  # reported = recomputed
+    assert single.score_samples(trap).sum() < auto.loglik_ - 0.3
+    assert auto.converged_
+    # the optima table: best first, gaps from the best, every refined start counted
+    table = auto.optima_
+    assert table["loglik"].iloc[0] == pytest.approx(auto.loglik_)
+    assert (np.diff(table["loglik"].to_numpy()) < 0).all()
+    assert table["gap"].iloc[0] == 0.0
+    assert table["n_starts"].sum() == len(auto.info_["refined"])
+    assert auto.n_init_best_ == table["n_starts"].iloc[0] >= 2
+
+
+def test_random_state_reproduces_and_changes_the_random_starts(trap):
+    a = fit_latent_class(trap, 3, random_state=1, n_init=12)
+    b = fit_latent_class(trap, 3, random_state=1, n_init=12)
+    c = fit_latent_class(trap, 3, random_state=2, n_init=12)
+    np.testing.assert_array_equal(a.info["explore_loglik"], b.info["explore_loglik"])
+    np.testing.assert_array_equal(a.params.weights, b.params.weights)
+    assert not np.allclose(a.info["explore_loglik"][1:], c.info["explore_loglik"][1:])
+
+
+def test_optima_table_groups_by_loglik_and_reports_a_ridge():
+    p = LatentClassParams(np.array([0.5, 0.5]), [np.array([[0.9, 0.2], [0.1, 0.8]])])
+    q = LatentClassParams(np.array([0.5, 0.5]), [np.array([[0.2, 0.9], [0.8, 0.1]])])
+    r = LatentClassParams(np.array([0.7, 0.3]), [np.array([[0.6, 0.2], [0.4, 0.8]])])
+    results = [(p, -10.0, True), (q, -10.005, True), (r, -12.0, False), (r, -10.0, True)]
+    table, _, group = optima_table(results, ["a", "b", "c", "d"])
+    assert table["n_starts"].tolist() == [3, 1]
+    assert table["gap"].tolist() == pytest.approx([0.0, 2.0])
+    assert group.tolist() == [0, 0, 1, 0]
+    assert table["converged"].tolist() == [True, False]
+    # p and q are one optimum up to label switching; r differs at the same loglik
+    assert table["spread"].iloc[0] == pytest.approx(0.3)
+
+
+def test_warning_when_the_best_is_not_replicated(trap):
+    # two given starts that end in different optima: the best is reached once
+    good = fit_latent_class(trap, 3, random_state=0, n_init=8).params
+    bad = fit_latent_class(
+        trap, 3, method="em", random_state=5, tol=1e-10, max_iter=20000
+    ).params
+    with pytest.warns(LocalOptimumWarning, match=r"reached by 1 of the 2 refined starts"):
+        fit = fit_latent_class(trap, 3, init=[bad, good], random_state=0)
+    assert fit.n_init_best == 1
+    assert fit.optima["gap"].iloc[1] > 0.3
+
+
+def test_rows_start_is_seeded_on_distinct_rows():
+    data, _ = make_latent_class(200, [3, 3, 3], rank=2, random_state=0)
+    p = rows_start(data, 2, random_state=0)
+    for a in p.factors:
+        np.testing.assert_allclose(a.sum(axis=0), 1.0)
+        assert (a > 0).all()
+    # D^2 seeding never picks a row identical to the first seed while others exist
+    assert any(not np.allclose(a[:, 0], a[:, 1]) for a in p.factors)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_init": 0}, "'n_init' parameter"),
+        ({"method": "em", "n_init": 5}, "applies to method='auto' only"),
+        ({"init": "kmeans"}, "'init' parameter"),
+        ({"method": "squarm"}, "Did you mean 'squarem'"),
+    ],
+)
+def test_bad_arguments(trap, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fit_latent_class(trap, 3, **kwargs)
+
+
+def test_saved_fit_round_trips_the_optima(trap, tmp_path):
+    m = LatentClassPMF(3, random_state=0, n_init=8).fit(trap)
+    m2 = LatentClassPMF.load(m.save(tmp_path / "fit.npz"))
+    assert m2.loglik_ == m.loglik_
+    assert m2.n_init_best_ == m.n_init_best_
+    assert m2.optima_.to_dict() == m.optima_.to_dict()
+    for a, b in zip(m.optima_params_, m2.optima_params_, strict=True):
+        np.testing.assert_array_equal(a.weights, b.weights)

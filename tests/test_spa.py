@@ -5,6 +5,10 @@ from bayespmf import DataValidationError
 from bayespmf.kernels.spa import normalize_columns_l1, spa, spa_numpy
 
 
+def spa_pt(x, rank, **kw):
+    return spa(x, rank, backend="pytensor", **kw)
+
+
 def _separable(m, n, rank, rng, noise=0.0):
     """X = W H^T with H holding scaled identity rows at shuffled positions."""
     w = rng.uniform(size=(m, rank))
@@ -17,7 +21,7 @@ def _separable(m, n, rank, rng, noise=0.0):
 
 
 @pytest.mark.parametrize(("m", "n", "rank"), [(6, 20, 3), (30, 50, 8), (12, 12, 12)])
-@pytest.mark.parametrize("func", [spa, spa_numpy])
+@pytest.mark.parametrize("func", [spa, spa_pt, spa_numpy])
 def test_picks_planted_anchors(func, m, n, rank):
     rng = np.random.default_rng(m * n + rank)
     x, anchors = _separable(m, n, rank, rng)
@@ -32,9 +36,9 @@ def test_compiled_matches_numpy_on_generic_data():
         rng = np.random.default_rng(seed)
         x = rng.uniform(size=(15 + seed, 40))
         for rank in (1, 4, 15):
-            np.testing.assert_array_equal(spa(x, rank), spa_numpy(x, rank))
+            np.testing.assert_array_equal(spa_pt(x, rank), spa_numpy(x, rank))
             np.testing.assert_array_equal(
-                spa(x, rank, normalize=False), spa_numpy(x, rank, normalize=False)
+                spa_pt(x, rank, normalize=False), spa_numpy(x, rank, normalize=False)
             )
 
 
@@ -54,7 +58,7 @@ def test_normalization_matters():
 
 def test_rank_above_data_rank_gives_distinct_indices():
     x = np.outer(np.arange(1.0, 5.0), np.arange(1.0, 7.0))  # rank 1
-    for func in (spa, spa_numpy):
+    for func in (spa, spa_pt, spa_numpy):
         picked = func(x, 4)
         assert len(set(picked.tolist())) == 4
 
@@ -75,7 +79,7 @@ def test_input_not_mutated():
     np.testing.assert_array_equal(x, before)
 
 
-@pytest.mark.parametrize("func", [spa, spa_numpy])
+@pytest.mark.parametrize("func", [spa, spa_pt, spa_numpy])
 def test_errors(func):
     x = np.ones((3, 4))
     with pytest.raises(

@@ -152,7 +152,7 @@ def _compiled_spa():
     return pytensor.function([M, n_steps], picked.astype("int64"))
 
 
-def spa(X, rank: int, *, normalize: bool = True) -> np.ndarray:
+def spa(X, rank: int, *, normalize: bool = True, backend: str = "numpy") -> np.ndarray:
     """Select the ``rank`` vertex columns of ``X`` by the successive projection algorithm.
 
     Parameters
@@ -167,6 +167,8 @@ def spa(X, rank: int, *, normalize: bool = True) -> np.ndarray:
         preprocessing of Ibrahim & Fu, App. B, step 1). Without it SPA picks the columns
         of largest Euclidean norm, which is right only when the rows of ``H`` already sum
         to one.
+    backend : {"numpy", "pytensor"}, default "numpy"
+        :func:`spa_numpy`, or the compiled PyTensor ``scan`` (see Notes).
 
     Returns
     -------
@@ -196,13 +198,13 @@ def spa(X, rank: int, *, normalize: bool = True) -> np.ndarray:
     picked again, so the indices are distinct even when ``rank`` exceeds the rank of
     ``X`` (the extra picks are then arbitrary, not vertices).
 
-    The compiled PyTensor graph (one ``scan``, compiled once per process and cached) is
-    the default; :func:`spa_numpy` is the reference it is tested against. Measured on the
-    project's 2-core machine (best of 7, ms per call, NumPy / compiled): 100x100, rank
-    10: 0.15 / 0.31; 300x300, 10: 0.38 / 0.50; 1000x1000, 10: 4.5 / 2.8; 1000x1000, 30:
-    17.8 / 8.1; 200x1000, 20: 1.25 / 1.56. Both are far below the cost of forming the
-    CNMF virtual matrix, so the graph is the default: it keeps the kernel composable
-    with the other PyTensor kernels and is faster on the larger inputs.
+    NumPy (:func:`spa_numpy`, the reference) is the default. Measured on the project's
+    2-core machine (best of 7, ms per call, NumPy / compiled PyTensor ``scan``):
+    100x100, rank 10: 0.15 / 0.31; 300x300, 10: 0.38 / 0.50; 1000x1000, 10: 4.5 / 2.8;
+    1000x1000, 30: 17.8 / 8.1; 200x1000, 20: 1.25 / 1.56. Both are far below the cost of
+    forming the CNMF virtual matrix, while compiling the graph in an empty PyTensor cache
+    took 28 s (first fit of UCI Car, 2 cores, 2026-11-22): the graph pays only for
+    repeated calls on large inputs with a warm cache.
 
     References
     ----------
@@ -217,6 +219,13 @@ def spa(X, rank: int, *, normalize: bool = True) -> np.ndarray:
     >>> spa(X, 2)
     array([0, 1])
     """
+    if backend == "numpy":
+        return spa_numpy(X, rank, normalize=normalize)
+    if backend != "pytensor":
+        raise ValueError(
+            "The 'backend' parameter of spa must be 'numpy' or 'pytensor'. "
+            f"Got {backend!r}."
+        )
     X, rank = _check_spa_args(X, rank)
     R = normalize_columns_l1(X) if normalize else X
     return np.asarray(_compiled_spa()(R, np.int32(rank)), dtype=np.int64)

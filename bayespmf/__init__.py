@@ -14,6 +14,7 @@ Examples
 (5,)
 """
 
+import bayespmf._runtime  # noqa: F401  (first: PyTensor BLAS flags, ArviZ notice)
 from bayespmf import datasets, io, tasks
 from bayespmf._validation import ConvergenceWarning, DataValidationError
 from bayespmf.data import MISSING, CategoricalData

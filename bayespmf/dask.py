@@ -62,6 +62,7 @@ from bayespmf._validation import (
     DataValidationError,
     as_codes,
     check_int,
+    check_zero_based,
 )
 from bayespmf.data import CategoricalData
 from bayespmf.fit.em import check_em_args, em_start, run_em
@@ -184,8 +185,16 @@ class DaskCategoricalData:
         if codes.numblocks[1] > 1:
             codes = codes.rechunk({1: -1})
         if n_categories is None:
-            col_max = np.asarray(codes.max(axis=0).compute(), dtype=np.int64)
-            n_categories = col_max + 1
+            import dask
+            import dask.array as da
+
+            big = np.iinfo(np.int64).max
+            col_max, col_min = dask.compute(
+                codes.max(axis=0), da.where(codes >= 0, codes, big).min(axis=0)
+            )
+            # inferred alphabets of codes that never use 0 would get an empty category
+            check_zero_based(col_min, "codes")
+            n_categories = np.asarray(col_max, dtype=np.int64) + 1
         n_vars = int(codes.shape[1])
         n_cat = np.asarray(n_categories)
         if n_cat.ndim == 0:

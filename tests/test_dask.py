@@ -271,3 +271,11 @@ def test_fit_latent_class_errors(ddata):
         fit_latent_class(ddata, 2, "spectral")
     with pytest.raises(DataValidationError, match="cannot be identified"):
         fit_latent_class(ddata, 500, "em")
+
+
+def test_one_based_codes_are_refused():
+    codes = da.from_array(np.array([[1, 2], [2, 1], [1, -1]]), chunks=(2, 2))
+    with pytest.raises(DataValidationError, match="1-based"):
+        DaskCategoricalData.from_dask_array(codes)
+    # declared alphabets: no check
+    DaskCategoricalData.from_dask_array(codes, [3, 3])

@@ -115,6 +115,19 @@ def predicted_gain(trace) -> float:
     return float(d[-1] * rate / (1.0 - rate))
 
 
+def _converged(rule, trace, info, tol) -> bool:
+    if rule == "aitken":
+        return predicted_gain(trace) <= tol * max(abs(trace[-1]), 1.0)
+    if rule == "relative":
+        return len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol * abs(trace[-1])
+    if callable(rule):
+        return bool(rule(trace, info, tol))
+    raise ValueError(
+        f"The 'rule' parameter of iterate must be 'aitken', 'relative' or a callable. "
+        f"Got {rule!r}."
+    )
+
+
 def iterate(
     step: Callable[[Any], tuple[Any, StepInfo]],
     state,
@@ -126,6 +139,7 @@ def iterate(
     desc: str = "iterating",
     owner: str = "iterate",
     warn: bool = True,
+    rule="aitken",
 ):
     """Run ``state, info = step(state)`` until the stopping rule holds or ``max_iter``.
 
@@ -149,6 +163,12 @@ def iterate(
         Progress-bar label, and the name used in the warning.
     warn : bool, default True
         Warn (``ConvergenceWarning``) when ``max_iter`` is reached unconverged.
+    rule : "aitken", "relative" or callable, default "aitken"
+        The stopping rule. ``"aitken"``: the predicted remaining gain (module
+        docstring); ``"relative"``: ``|L_k - L_{k-1}| <= tol * |L_k|``, the rule of
+        several papers' code, kept so that their tables can be reproduced;
+        a callable ``rule(trace, info, tol) -> bool`` for a kernel whose published rule
+        looks at something else (e.g. a parameter change carried in its ``info``).
 
     Returns
     -------
@@ -178,8 +198,7 @@ def iterate(
             trace.append(float(info.objective))
             bar.update()
             bar.set_postfix(objective=info.objective)
-            gain = predicted_gain(trace)
-            converged = gain <= tol * max(abs(trace[-1]), 1.0)
+            converged = _converged(rule, trace, info, tol)
             if callback is not None and callback(it, state) is True:
                 stopped = True
             if converged or stopped:

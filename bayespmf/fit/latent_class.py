@@ -35,9 +35,10 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.data import CategoricalData
+from bayespmf.fit.cnmf import cnmf_opt
+from bayespmf.fit.ctd import ctd
 from bayespmf.fit.em import ad_em, em_start, run_em
-from bayespmf.kernels.cnmf import cnmf_opt, cnmf_spa
-from bayespmf.kernels.ctd import ctd
+from bayespmf.kernels.cnmf import cnmf_spa
 from bayespmf.kernels.em import (
     build_em_kernel,
     init_random,
@@ -436,6 +437,8 @@ def multistart(
     random_state=None,
     backend: str = "auto",
     progressbar: bool = False,
+    explore_cycles: int = EXPLORE_CYCLES,
+    n_refine: int | None = None,
 ) -> LatentClassFit:
     """The maximum-likelihood estimate from several starts (``method="auto"``).
 
@@ -459,6 +462,12 @@ def multistart(
     backend : str
         Of the EM map of the refinement (:func:`bayespmf.kernels.em.build_em_kernel`).
     progressbar : bool
+    explore_cycles : int, default EXPLORE_CYCLES
+        Batched SQUAREM-PMF cycles of every start before the cut; 0 refines every start
+        (no exploration stage).
+    n_refine : int, optional
+        Starts refined after exploration (default ``max(MIN_REFINE, REFINE_SHARE *
+        n_init)``).
 
     Returns
     -------
@@ -481,10 +490,12 @@ def multistart(
     starts, skipped = _build_starts(source, rank, n_init, init, rng)
     explore_loglik = None
     refine = list(range(len(starts)))
-    n_refine = max(MIN_REFINE, math.ceil(REFINE_SHARE * len(starts)))
+    if n_refine is None:
+        n_refine = max(MIN_REFINE, math.ceil(REFINE_SHARE * len(starts)))
     states = [(np.asarray(p.weights, float), stack_factors(p.factors)) for _, p in starts]
-    if getattr(source, "batched", False) and len(starts) > n_refine:
-        w, a, explore_loglik = _explore(source, rank, starts, EXPLORE_CYCLES)
+    explore = getattr(source, "batched", False) and explore_cycles > 0
+    if explore and len(starts) > n_refine:
+        w, a, explore_loglik = _explore(source, rank, starts, explore_cycles)
         states = [(w[k], normalize_blocks(a[:, k], offsets)) for k in range(len(starts))]
         refine = sorted(np.argsort(-explore_loglik, kind="stable")[:n_refine].tolist())
     kernel = source.em_kernel(rank, backend)

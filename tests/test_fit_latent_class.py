@@ -103,3 +103,40 @@ def test_saved_fit_round_trips_the_optima(trap, tmp_path):
     assert m2.optima_.to_dict() == m.optima_.to_dict()
     for a, b in zip(m.optima_params_, m2.optima_params_, strict=True):
         np.testing.assert_array_equal(a.weights, b.weights)
+
+
+def test_weighted_patterns_equal_expanded_rows(trap):
+    codes = np.asarray(trap.codes)
+    patterns, counts = np.unique(codes, axis=0, return_counts=True)
+    assert patterns.shape[0] < codes.shape[0]  # binary items: many repeated rows
+    kw = {"method": "squarem", "random_state": 3, "tol": 1e-12, "max_iter": 5000}
+    expanded = fit_latent_class(codes, 3, n_categories=[2] * 6, **kw)
+    weighted = fit_latent_class(
+        patterns, 3, n_categories=[2] * 6, sample_weight=counts, **kw
+    )
+    assert weighted.loglik == pytest.approx(expanded.loglik, rel=1e-10)
+    np.testing.assert_allclose(weighted.params.weights, expanded.params.weights, atol=1e-6)
+    # survey weights: doubling every weight doubles the log-likelihood, same estimate
+    doubled = fit_latent_class(
+        patterns, 3, n_categories=[2] * 6, sample_weight=2 * counts, **kw
+    )
+    assert doubled.loglik == pytest.approx(2 * expanded.loglik, rel=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("weight", "match"),
+    [
+        (-np.ones(300), "finite and >= 0"),
+        (np.full(300, np.nan), "finite and >= 0"),
+        (np.ones(299), "one entry per row"),
+        (np.zeros(300), "sums to 0"),
+    ],
+)
+def test_bad_sample_weight(trap, weight, match):
+    with pytest.raises(ValueError, match=match):
+        LatentClassPMF(3).fit(trap, sample_weight=weight)
+
+
+def test_sample_weight_refused_by_unweighted_methods(trap):
+    with pytest.raises(ValueError, match="'sample_weight' parameter of LatentClassPMF"):
+        LatentClassPMF(3, method="cnmf-spa").fit(trap, sample_weight=np.ones(300))

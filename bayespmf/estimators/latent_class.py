@@ -178,7 +178,9 @@ class LatentClassPMF:
         return f"LatentClassPMF(rank={self.rank!r}, method={self.method!r})"
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, data, n_categories=None, *, callback=None) -> LatentClassPMF:
+    def fit(
+        self, data, n_categories=None, *, sample_weight=None, callback=None
+    ) -> LatentClassPMF:
         """Estimate the weights and factors from ``data``.
 
         Parameters
@@ -189,6 +191,11 @@ class LatentClassPMF:
             is passed to :func:`bayespmf.fit.fit_latent_class` as it is.
         n_categories : sequence of int, optional
             Alphabet sizes (taken from ``data`` when it is a CategoricalData).
+        sample_weight : array_like, shape (S,), optional
+            Weight of each row (frequencies of response patterns, survey weights);
+            EM-based methods only (``"auto"``, ``"em"``, ``"squarem"``,
+            ``"cnmf-spa-em"``, ``"cnmf-spa-squarem"``). A fit on unique patterns with
+            their counts as weights equals the fit on the expanded rows.
         callback : callable, optional
             ``callback(n_iter, state)`` after every EM iteration (``state`` is an
             :class:`~bayespmf.kernels.em.EMState`), e.g. to score intermediate
@@ -218,6 +225,7 @@ class LatentClassPMF:
             backend=self.backend,
             progressbar=self.progressbar,
             callback=callback,
+            sample_weight=sample_weight,
             owner="LatentClassPMF",
         )
         self._set_fitted(result.params, [a.shape[0] for a in result.params.factors])

@@ -38,13 +38,13 @@ from bayespmf.data import CategoricalData
 from bayespmf.fit.cnmf import cnmf_opt
 from bayespmf.fit.ctd import ctd
 from bayespmf.fit.em import ad_em, em_start, run_em
+from bayespmf.fit.juror import juror
 from bayespmf.kernels.cnmf import cnmf_spa
 from bayespmf.kernels.em import (
     build_em_kernel,
     init_random,
     normalize_blocks,
 )
-from bayespmf.kernels.juror import juror
 from bayespmf.kernels.squarem import batched_squarem_pmf_step
 from bayespmf.pmf import (
     LatentClassParams,
@@ -65,6 +65,7 @@ __all__ = [
     "max_identifiable_rank",
     "multistart",
     "optima_table",
+    "check_sample_weight",
     "rows_start",
 ]
 
@@ -127,6 +128,16 @@ MIN_REFINE = 4
 #: start in ten may be missed by the next seed.
 MIN_BEST_SHARE = 0.2
 
+#: Duplicate rows are collapsed into weighted response patterns for the EM map when
+#: the patterns number at most this share of the rows (below it the pass over fewer
+#: rows more than pays for np.unique; benchmarks/multistart_cost.py).
+COLLAPSE_MAX_SHARE = 0.8
+
+#: Methods that accept sample_weight: those whose estimate is the (weighted) EM fixed
+#: point. Their CNMF-SPA start (if any) uses unweighted pairwise marginals: it is only
+#: a start.
+WEIGHTED_METHODS = ("auto", "em", "squarem", "cnmf-spa-em", "cnmf-spa-squarem")
+
 #: Weight of the data's one-way frequencies in a row-seeded start (rows_start): the
 #: seed row's observed categories get 1 - ROW_SEED_SMOOTHING of the mass, so every
 #: category stays possible in every class.
@@ -182,15 +193,37 @@ class InMemorySource:
 
     ``bayespmf.dask`` supplies the same methods over chunked data, so every estimation
     method runs the same stages whatever holds the rows.
+
+    Rows may carry weights (``row_weight``: frequencies or survey weights). For the EM
+    map, duplicate rows are collapsed into unique response patterns weighted by their
+    total weight when the patterns number at most ``COLLAPSE_MAX_SHARE`` of the rows:
+    the same log-likelihood and EM iterates (up to summation order) from fewer rows.
     """
 
     #: Its EM kernel takes many starts at once (multi-start exploration).
     batched = True
 
-    def __init__(self, codes, n_categories, names=None, categories=None):
+    def __init__(self, codes, n_categories, names=None, categories=None, row_weight=None):
         self.codes = codes
         self.n_categories = np.asarray(n_categories, dtype=np.int64)
         self.names, self.categories = names, categories
+        self.row_weight = row_weight
+        self._patterns = None
+
+    def patterns(self):
+        """``(codes, weight)`` the EM map runs over: unique patterns when that pays.
+
+        ``weight`` is None for unweighted rows that are not collapsed.
+        """
+        if self._patterns is None:
+            uniq, inverse = np.unique(self.codes, axis=0, return_inverse=True)
+            w = np.ones(self.codes.shape[0]) if self.row_weight is None else self.row_weight
+            if uniq.shape[0] <= COLLAPSE_MAX_SHARE * self.codes.shape[0]:
+                counts = np.bincount(inverse.ravel(), weights=w, minlength=uniq.shape[0])
+                self._patterns = (uniq, counts)
+            else:
+                self._patterns = (self.codes, self.row_weight)
+        return self._patterns
 
     def pairwise_marginals(self):
         """Empirical pairwise marginals of all variable pairs."""
@@ -210,22 +243,68 @@ class InMemorySource:
 
     def em_kernel(self, rank: int, backend: str = "auto"):
         """The EM map of these rows (:func:`bayespmf.kernels.em.build_em_kernel`)."""
-        return build_em_kernel(self.codes, self.n_categories, rank, backend=backend)
+        if backend in ("auto", "numba"):
+            codes, weight = self.patterns()
+        else:  # only the numba kernel takes weights; it refuses them otherwise
+            codes, weight = self.codes, self.row_weight
+        return build_em_kernel(
+            codes, self.n_categories, rank, backend=backend, row_weight=weight
+        )
 
 
-def _as_source(data, n_categories):
+def check_sample_weight(sample_weight, n_rows: int, owner: str) -> np.ndarray:
+    """A float copy of ``sample_weight``: 1-D, one finite weight >= 0 per row, sum > 0."""
+    try:
+        w = np.array(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise DataValidationError(
+            f"The 'sample_weight' parameter of {owner} must be numbers, one per row. "
+            f"Could not convert it: {err}"
+        ) from err
+    if w.ndim != 1 or w.shape[0] != n_rows:
+        raise DataValidationError(
+            f"The 'sample_weight' parameter of {owner} must have one entry per row of "
+            f"'data' ({n_rows}); got shape {w.shape}."
+        )
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        raise DataValidationError(
+            f"The 'sample_weight' parameter of {owner} must be finite and >= 0; rows "
+            f"{np.flatnonzero(bad)[:5].tolist()} are not (e.g. {w[bad][0]!r})."
+        )
+    if not w.sum() > 0:
+        raise DataValidationError(
+            f"The 'sample_weight' parameter of {owner} sums to 0: nothing to fit."
+        )
+    return w
+
+
+def _as_source(data, n_categories, sample_weight=None, owner="fit_latent_class"):
     if hasattr(data, "em_kernel") and hasattr(data, "pairwise_marginals"):
+        if sample_weight is not None:
+            raise ValueError(
+                f"{owner}: 'sample_weight' is not supported for a data source; put "
+                "the weights in the source."
+            )
         return data
     codes, n_cat = as_codes(data, n_categories, name="data")
+    weight = None
+    if sample_weight is not None:
+        weight = check_sample_weight(sample_weight, codes.shape[0], owner)
     keep = (codes >= 0).any(axis=1)
+    if weight is not None:
+        keep &= weight > 0
     if not keep.any():
         raise DataValidationError(
-            "Every row of 'data' is entirely missing; there is nothing to fit."
+            "Every row of 'data' is entirely missing (or has weight 0); there is "
+            "nothing to fit."
         )
-    codes = codes[keep] if not keep.all() else codes
+    if not keep.all():
+        codes = codes[keep]
+        weight = None if weight is None else weight[keep]
     names = getattr(data, "names", None) if isinstance(data, CategoricalData) else None
     cats = getattr(data, "categories", None) if isinstance(data, CategoricalData) else None
-    return InMemorySource(codes, n_cat, names, cats)
+    return InMemorySource(codes, n_cat, names, cats, row_weight=weight)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -691,6 +770,7 @@ def fit_latent_class(
     backend: str = "auto",
     progressbar: bool = False,
     callback=None,
+    sample_weight=None,
     owner: str = "fit_latent_class",
 ) -> LatentClassFit:
     """Fit a latent-class PMF ``Pr(x) = sum_f lambda_f prod_n A_n(x_n, f)`` by ``method``.
@@ -726,6 +806,10 @@ def fit_latent_class(
     callback : callable, optional
         ``callback(n_iter, EMState)`` after each EM iteration of the single-start EM
         methods; returning True stops the fit.
+    sample_weight : array_like, shape (S,), optional
+        A weight per row (frequencies of response patterns, survey weights): the
+        weighted likelihood ``sum_s w_s log Pr(x_s)`` is maximized. Methods in
+        ``WEIGHTED_METHODS`` only; a CNMF-SPA start ignores the weights.
     owner : str
         Name used in messages (the estimator passes its own).
 
@@ -759,7 +843,13 @@ def fit_latent_class(
     (True, True)
     """
     method = _check_method(method, owner)
-    source = _as_source(data, n_categories)
+    if sample_weight is not None and method not in WEIGHTED_METHODS:
+        raise ValueError(
+            f"The 'sample_weight' parameter of {owner} is supported by the EM-based "
+            f"methods {list(WEIGHTED_METHODS)}; method={method!r} estimates from "
+            "unweighted statistics."
+        )
+    source = _as_source(data, n_categories, sample_weight, owner)
     n_cat = source.n_categories
     rank = check_int(rank, "rank", owner=owner, low=1)
     limit = max_identifiable_rank(n_cat)
@@ -835,6 +925,7 @@ def fit_latent_class(
     params = check_params(result.params.weights, result.params.factors, n_cat, atol=1e-6)
     loglik = result.loglik
     if not np.isfinite(loglik) and hasattr(source, "codes"):
+        # methods that never touch the rows (unweighted: see WEIGHTED_METHODS)
         loglik = float(log_likelihood_rows(source.codes, *params).sum())
     result = result._replace(params=params, loglik=loglik)
     em = result.info.get("em")

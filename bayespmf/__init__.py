@@ -12,17 +12,20 @@ Examples
 >>> model = bayespmf.LatentClassPMF(rank=3, random_state=0).fit(data)
 >>> model.predict(data[:5], target).shape
 (5,)
+
+The application layer (:mod:`bayespmf.apps`: tasks, baselines, specifications, the
+runner and the command line) is not imported here. ``bayespmf.tasks`` still works: it
+imports :mod:`bayespmf.apps.tasks` on first access (a module ``__getattr__``).
 """
 
 import bayespmf._runtime  # noqa: F401  (first: PyTensor BLAS flags, ArviZ notice)
-from bayespmf import datasets, io, tasks
+from bayespmf import datasets, io
 from bayespmf._validation import ConvergenceWarning, DataValidationError
+from bayespmf._version import __version__
 from bayespmf.data import MISSING, CategoricalData
 from bayespmf.estimators import GDM, VLAD, LatentClassPMF, PurificationNMF, SimplexSPA
-from bayespmf.kernels.squarem import squarem
+from bayespmf.fit.squarem import squarem
 from bayespmf.pmf import LatentClassParams
-
-__version__ = "0.1.0"
 
 __all__ = [
     "MISSING",
@@ -39,5 +42,13 @@ __all__ = [
     "datasets",
     "io",
     "squarem",
-    "tasks",
 ]
+
+
+def __getattr__(name: str):
+    """Import the application layer's ``tasks`` on first access (PEP 562)."""
+    if name == "tasks":
+        from bayespmf.apps import tasks
+
+        return tasks
+    raise AttributeError(f"module 'bayespmf' has no attribute {name!r}")

@@ -23,17 +23,21 @@ Two notices used to reach every user although none of them could act on them:
   ``FutureWarning`` is shown as before.
 
 Nothing here imports PyMC or ArviZ: both stay lazy (importing them costs about 2 s).
+
+:func:`n_cpus` is the one count of the CPUs this process may use, read by every
+parallel default (sampler cores, task runs).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["configure", "configure_pytensor_blas", "openblas_ldflags"]
+__all__ = ["configure", "configure_pytensor_blas", "n_cpus", "openblas_ldflags"]
 
 #: Fortran BLAS routines that PyTensor 2.38's C code calls by name (``Dot22``/``Gemm``:
 #: gemm; ``CGemv``: gemv and dot; ``CGer``: ger; sparse ``Usmm``: axpy), in single and
@@ -126,6 +130,28 @@ def configure_pytensor_blas() -> bool:
         return False
     config.blas__ldflags = flags
     return True
+
+
+def n_cpus() -> int:
+    """Number of CPUs this process may use (its affinity mask, where the OS has one).
+
+    ``os.cpu_count()`` counts the machine's CPUs, which overstates what a process
+    confined by a container or ``taskset`` can use.
+
+    Returns
+    -------
+    int
+        At least 1.
+
+    Examples
+    --------
+    >>> n_cpus() >= 1
+    True
+    """
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def _silence_arviz_refactor_notice() -> None:

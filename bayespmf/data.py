@@ -139,7 +139,9 @@ class CategoricalData:
         return cls(codes, n_categories, names, categories)
 
     @classmethod
-    def from_pandas(cls, df: pd.DataFrame, *, dropna_rows: bool = False) -> CategoricalData:
+    def from_pandas(
+        cls, df: pd.DataFrame, *, dropna_rows: bool = False, like=None
+    ) -> CategoricalData:
         """Build from a DataFrame of labelled columns.
 
         Object, string, integer, boolean and pandas ``category`` columns are accepted;
@@ -153,6 +155,11 @@ class CategoricalData:
             One column per variable; column names become variable names.
         dropna_rows : bool, default False
             Drop rows in which every entry is missing.
+        like : CategoricalData, optional
+            Encode with its variable names and alphabets (e.g. new rows for a model
+            fitted on ``like``): columns are matched by name, labels by their string
+            form; a label outside the alphabet is an error, a column absent from
+            ``df`` is missing in every row.
 
         Returns
         -------
@@ -174,6 +181,8 @@ class CategoricalData:
             )
         if df.shape[0] == 0 or df.shape[1] == 0:
             raise DataValidationError(f"'df' is empty (shape {df.shape}).")
+        if like is not None:
+            return cls._encode_like(df, like)
         codes = np.empty(df.shape, dtype=np.int64)
         categories = []
         for j, col in enumerate(df.columns):
@@ -207,6 +216,39 @@ class CategoricalData:
             [str(c) for c in df.columns],
             categories,
         )
+
+    @classmethod
+    def _encode_like(cls, df: pd.DataFrame, like: CategoricalData) -> CategoricalData:
+        if like.names is None or like.categories is None:
+            raise DataValidationError(
+                "A DataFrame can only be encoded like data with variable names and "
+                "category labels (built by CategoricalData.from_pandas); the model was "
+                "fitted on unlabelled codes. Pass integer codes instead."
+            )
+        names = [str(c) for c in df.columns]
+        unknown = [c for c in names if c not in like.names]
+        if unknown:
+            raise DataValidationError(
+                f"Column(s) {unknown} of 'df' are not variables of the fitted data "
+                f"{list(like.names)}. Drop or rename them."
+            )
+        codes = np.full((df.shape[0], len(like.names)), MISSING, dtype=np.int64)
+        for j, (name, cats) in enumerate(zip(like.names, like.categories, strict=True)):
+            if name not in names:
+                continue
+            s = df[df.columns[names.index(name)]]
+            missing = s.isna().to_numpy()
+            index = {c: i for i, c in enumerate(cats)}
+            labels = s[~missing].astype(str).to_numpy()
+            bad = sorted({v for v in labels if v not in index})
+            if bad:
+                raise DataValidationError(
+                    f"Column {name!r} of 'df' holds label(s) {bad[:5]} that the fitted "
+                    f"data never had (its categories: {list(cats)}). Map them to known "
+                    "categories or set them to missing (NaN)."
+                )
+            codes[~missing, j] = [index[v] for v in labels]
+        return cls(codes, like.n_categories, list(like.names), like.categories)
 
     def to_pandas(self) -> pd.DataFrame:
         """Return a DataFrame of ``category`` columns with the labels (missing = NaN).

@@ -30,12 +30,13 @@ Examples
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from bayespmf._npz import ZIP_MAGIC, UnsafeFileError, check_npz_members, load_npz_safely
 from bayespmf._validation import DataValidationError
+from bayespmf._version import __version__
 
 __all__ = [
     "FORMAT_VERSION",
@@ -58,21 +59,10 @@ _POSTERIOR = "bayespmf.InferenceData"
 _ENGINE = "h5netcdf"
 
 _HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-_ZIP_MAGIC = b"PK\x03\x04"
 
 
 class IncompatibleFormatError(DataValidationError):
     """A file written in a format version this bayespmf does not read."""
-
-
-class UnsafeFileError(DataValidationError):
-    """A file that could only be read by unpickling (executing) its contents."""
-
-
-def _version() -> str:
-    import bayespmf
-
-    return bayespmf.__version__
 
 
 # ------------------------------------------------------------------------------ save
@@ -142,7 +132,7 @@ def _root_attrs(kind: str) -> dict:
     return {
         "bayespmf_format": kind,
         "format_version": FORMAT_VERSION,
-        "bayespmf_version": _version(),
+        "bayespmf_version": __version__,
     }
 
 
@@ -206,7 +196,7 @@ def load(path):
     path = Path(path)
     with open(path, "rb") as fh:
         head = fh.read(8)
-    if head.startswith(_ZIP_MAGIC):
+    if head.startswith(ZIP_MAGIC):
         return _load_npz(path)
     if head.startswith(_HDF5_MAGIC):
         return _load_netcdf(path)
@@ -223,7 +213,7 @@ def load(path):
 def _load_npz(path: Path):
     from bayespmf.estimators import LatentClassPMF
 
-    _check_npz_members(path, _NPZ_WHAT)
+    check_npz_members(path, _NPZ_WHAT)
     try:
         return LatentClassPMF.load(path)
     except ValueError as err:  # numpy refuses object arrays without allow_pickle
@@ -239,123 +229,6 @@ def _load_npz(path: Path):
 _NPZ_WHAT = "a LatentClassPMF fit saved by bayespmf"
 
 
-def load_npz_safely(path, *, what: str) -> dict[str, np.ndarray]:
-    """Read every array of an ``.npz`` file without ever unpickling (running) its data.
-
-    ``numpy.load`` answers a file it cannot read without pickle with advice to load it
-    "unsafely"; this answers with what the file is not, and refuses. The zip container
-    and each member's ``.npy`` header are checked first, so an object (pickled) array
-    is refused before any array data is read.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The ``.npz`` file.
-    what : str
-        What the file should hold, used in messages as ``"<path> is not <what>: ..."``,
-        e.g. ``"a LatentClassPMF fit saved by bayespmf"``.
-
-    Returns
-    -------
-    dict of str to numpy.ndarray
-        Every member by name (as ``numpy.load(path).files`` names them), read in full;
-        the file is closed on return.
-
-    Raises
-    ------
-    FileNotFoundError
-        No such file.
-    UnsafeFileError
-        A member holds an object array (only unpickling could read it), or the file
-        is a Python pickle. A :class:`~bayespmf.DataValidationError`.
-    DataValidationError
-        Anything else that is not an npz archive of plain arrays: an empty or garbage
-        file, a single ``.npy`` array, a damaged zip, a member that is not an array.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "fit.npz")
-    >>> np.savez(path, weights=np.array([0.4, 0.6]))
-    >>> load_npz_safely(path, what="a saved fit")["weights"]
-    array([0.4, 0.6])
-    >>> with open(path, "wb") as fh:
-    ...     _ = fh.write(b"not an archive")
-    >>> load_npz_safely(path, what="a saved fit")
-    Traceback (most recent call last):
-    ...
-    bayespmf._validation.DataValidationError: ... is not a saved fit: ...
-    """
-    path = Path(path)
-    _check_npz_members(path, what)
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            return {name: npz[name] for name in npz.files}
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as err:
-        if isinstance(err, FileNotFoundError | DataValidationError):
-            raise
-        if "pickle" in str(err):  # never pass on numpy's advice to load unsafely
-            raise UnsafeFileError(
-                f"{path} is not {what}: it could not be read without unpickling "
-                "(running) its data; refusing to load."
-            ) from None
-        raise DataValidationError(f"{path} is not {what}: not a valid npz file.") from err
-
-
-def _check_npz_members(path: Path, what: str) -> None:
-    """Check the container, then read every member's ``.npy`` header (not its data).
-
-    Refuses a non-zip file (and says what it looks like) and object dtypes, so that
-    ``numpy.load`` with ``allow_pickle=False`` never meets either.
-    """
-    if not path.exists():
-        raise FileNotFoundError(f"No such file: {path} (expected {what}).")
-    with open(path, "rb") as fh:
-        head = fh.read(8)  # enough for the zip, pickle and .npy magic
-    if not head.startswith(_ZIP_MAGIC):
-        raise _not_npz_error(path, what, head)
-    try:
-        with zipfile.ZipFile(path) as zf:
-            for member in zf.namelist():
-                with zf.open(member) as fh:
-                    version = np.lib.format.read_magic(fh)
-                    read_header = (
-                        np.lib.format.read_array_header_1_0
-                        if version == (1, 0)
-                        else np.lib.format.read_array_header_2_0
-                    )
-                    _, _, dtype = read_header(fh)
-                if dtype.hasobject:
-                    raise UnsafeFileError(
-                        f"{path} is not {what}: it holds an object array ({member!r}), "
-                        "which only unpickling could read, and unpickling executes "
-                        "data. bayespmf files never contain pickles: refusing to load."
-                    )
-    except (zipfile.BadZipFile, EOFError, ValueError) as err:
-        if isinstance(err, DataValidationError):
-            raise
-        raise DataValidationError(
-            f"{path} is not {what}: not a valid npz file ({err})."
-        ) from err
-
-
-def _not_npz_error(path: Path, what: str, head: bytes) -> DataValidationError:
-    if not head:
-        return DataValidationError(f"{path} is not {what}: the file is empty.")
-    if head[:1] == b"\x80":
-        return UnsafeFileError(
-            f"{path} is not {what}: it looks like a Python pickle, and bayespmf never "
-            "unpickles files (that would execute code). Save with bayespmf.io.save."
-        )
-    if head.startswith(b"\x93NUMPY"):
-        return DataValidationError(
-            f"{path} is not {what}: it is a single .npy array, not an npz archive."
-        )
-    return DataValidationError(
-        f"{path} is not {what}: not a valid npz file (it is not a zip archive)."
-    )
-
-
 def _check_version(path: Path, attrs: dict) -> None:
     version = attrs.get("format_version")
     try:
@@ -366,7 +239,7 @@ def _check_version(path: Path, attrs: dict) -> None:
         raise IncompatibleFormatError(
             f"{path} was written in bayespmf format version {attrs.get('format_version')} "
             f"(bayespmf {attrs.get('bayespmf_version', 'unknown')}); this bayespmf "
-            f"({_version()}) reads version {FORMAT_VERSION}. Load it with a matching "
+            f"({__version__}) reads version {FORMAT_VERSION}. Load it with a matching "
             "bayespmf, or refit."
         )
 

@@ -29,8 +29,8 @@ import warnings
 import numpy as np
 
 from bayespmf import datasets
-from bayespmf.run import table_to_markdown
-from bayespmf.tasks import classify, predict_ratings
+from bayespmf.apps.run import table_to_markdown
+from bayespmf.apps.tasks import classify, predict_ratings
 
 # Paper numbers: Ibrahim & Fu, Tables 8-11 (accuracy %, mean ± std, time s).
 PAPER_CLASSIFY = {

@@ -27,9 +27,9 @@ import numpy as np
 from bayespmf import ConvergenceWarning
 from bayespmf.datasets import make_latent_class
 from bayespmf.fit import fit_em
+from bayespmf.fit.ctd import ctd
+from bayespmf.fit.juror import juror
 from bayespmf.kernels.cnmf import cnmf_spa
-from bayespmf.kernels.ctd import ctd
-from bayespmf.kernels.juror import juror
 from bayespmf.marginals import (
     pairwise_marginals,
     projection_marginals,

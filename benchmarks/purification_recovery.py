@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from bayespmf.datasets._simulate_nmf import make_purification_data
-from bayespmf.kernels.purification import purification
+from bayespmf.fit.purification import purification
 
 
 def err(a, truth) -> float:

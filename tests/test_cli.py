@@ -1,7 +1,7 @@
 import pytest
 
-from bayespmf.cli import main
-from bayespmf.spec import SpecError, load_spec
+from bayespmf.apps.cli import main
+from bayespmf.apps.spec import SpecError, load_spec
 
 
 def write(tmp_path, text, name="spec.toml"):

@@ -6,8 +6,8 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from bayespmf import ConvergenceWarning, DataValidationError
+from bayespmf.fit.cnmf import cnmf_opt
 from bayespmf.kernels.cnmf import (
-    cnmf_opt,
     cnmf_spa,
     max_identifiable_rank,
     pairwise_misfit,
@@ -342,7 +342,7 @@ def test_opt_deterministic(sampled_case):
 
 def test_opt_warns_without_convergence(sampled_case):
     _, _, m = sampled_case
-    with pytest.warns(ConvergenceWarning, match="stopped after max_iter=2 sweeps"):
+    with pytest.warns(ConvergenceWarning, match="did not converge in max_iter=2"):
         _, info = cnmf_opt(m, 3, max_iter=2, tol=0.0, random_state=0)
     assert not info["converged"]
     assert info["n_iter"] == 2

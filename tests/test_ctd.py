@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from bayespmf import ConvergenceWarning, DataValidationError
-from bayespmf.kernels.ctd import ctd, triple_misfit
+from bayespmf.fit.ctd import ctd
+from bayespmf.kernels.ctd import triple_misfit
 from bayespmf.marginals import TripleMarginals, triple_marginals
 from bayespmf.metrics import factor_mse
 

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from bayespmf import DataValidationError
-from bayespmf.kernels.juror import JurorProblem, juror
+from bayespmf.fit.juror import juror
+from bayespmf.kernels.juror import JurorProblem
 from bayespmf.marginals import (
     PairwiseMarginals,
     ProjectionMarginals,

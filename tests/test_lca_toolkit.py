@@ -88,3 +88,47 @@ def test_goodness_of_fit_refuses_a_rank_too_large_for_the_table():
     m = LatentClassPMF(2, random_state=0, n_init=4).fit(data)  # k = 7 = 2^3 - 1
     with pytest.raises(DataValidationError, match="df = 0"):
         m.goodness_of_fit(data)
+
+
+def test_dataframe_in_labels_and_index_out():
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    data, _ = make_latent_class(400, [2, 3, 2, 3], rank=2, random_state=1)
+    labels = [["no", "yes"], ["low", "mid", "high"], ["a", "b"], ["x", "y", "z"]]
+    df = pd.DataFrame(
+        {
+            f"q{n}": [
+                labels[n][c] if c >= 0 else None for c in np.asarray(data.codes)[:, n]
+            ]
+            for n in range(4)
+        },
+        index=pd.Index(rng.permutation(400) + 1000, name="respondent"),
+    )
+    m = LatentClassPMF(2, random_state=0, n_init=8).fit(df)
+    same = LatentClassPMF(2, random_state=0, n_init=8).fit(
+        __import__("bayespmf").CategoricalData.from_pandas(df)
+    )
+    np.testing.assert_array_equal(m.weights_, same.weights_)
+    new = df.iloc[:5].copy()
+    new.loc[new.index[0], "q1"] = np.nan  # missing in new rows is fine
+    proba = m.predict_proba(new, "q1")
+    assert list(proba.columns) == ["high", "low", "mid"]  # the fitted (sorted) labels
+    assert proba.index.equals(new.index)
+    pred = m.predict(new, "q1")
+    assert pred.name == "q1" and set(pred) <= {"high", "low", "mid"}
+    membership = m.predict_class_proba(new)
+    assert membership.shape == (5, 2) and membership.index.equals(new.index)
+    assert m.score_samples(new).index.equals(new.index)
+    # a column subset: absent variables are missing in every row
+    assert np.isfinite(m.score_samples(new[["q0", "q2"]])).all()
+    weights, cond = m.get_parameters_df()
+    assert weights["weight"].sum() == pytest.approx(1.0)
+    assert set(cond["variable"]) == {"q0", "q1", "q2", "q3"}
+    assert cond.groupby(["variable", "class"])["probability"].sum().round(12).eq(1).all()
+    bad = new.copy()
+    bad.loc[bad.index[1], "q0"] = "maybe"
+    with pytest.raises(DataValidationError, match=r"label\(s\) \['maybe'\]"):
+        m.predict(bad, "q1")
+    with pytest.raises(DataValidationError, match="not variables of the fitted data"):
+        m.score(new.rename(columns={"q3": "q9"}))

@@ -8,7 +8,6 @@ import itertools
 import numpy as np
 import pytest
 
-from bayespmf import marginals as mg
 from bayespmf._validation import DataValidationError
 from bayespmf.data import CategoricalData
 from bayespmf.marginals import (
@@ -24,6 +23,7 @@ from bayespmf.marginals import (
     random_projections,
     triple_marginals,
 )
+from bayespmf.marginals import pairwise as pairwise_module
 from bayespmf.pmf import joint_pmf, offsets_of
 
 N_CAT = np.array([2, 3, 4, 2, 3])
@@ -151,7 +151,7 @@ def test_pairwise_chunked_equals_unchunked(chunk_size):
 def test_internal_row_blocks_do_not_change_result(monkeypatch):
     codes = random_codes(6, n_rows=101)
     whole = pairwise_marginals(codes, N_CAT)
-    monkeypatch.setattr(mg, "BLOCK_ROWS", 10)
+    monkeypatch.setattr(pairwise_module, "BLOCK_ROWS", 10)  # where the product reads it
     blocked = pairwise_marginals(codes, N_CAT)
     np.testing.assert_array_equal(blocked.joint, whole.joint)
 

@@ -4,11 +4,11 @@ import pytest
 from bayespmf import DataValidationError
 from bayespmf.datasets._simulate_nmf import make_purification_data
 from bayespmf.estimators.purification import PurificationNMF
+from bayespmf.fit.purification import purification
 from bayespmf.kernels.purification import (
     balance_columns,
     min_inf_pinv,
     pair_moment,
-    purification,
 )
 
 

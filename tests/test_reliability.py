@@ -44,8 +44,9 @@ from bayespmf import (  # noqa: E402
     metrics,
 )
 from bayespmf.fit import fit_em  # noqa: E402
+from bayespmf.fit.squarem import squarem  # noqa: E402
 from bayespmf.kernels.em import em_step_numpy, init_random  # noqa: E402
-from bayespmf.kernels.squarem import squarem, squarem_pmf_step  # noqa: E402
+from bayespmf.kernels.squarem import squarem_pmf_step  # noqa: E402
 from bayespmf.marginals import pairwise_marginals, triple_marginals  # noqa: E402
 from bayespmf.pmf import offsets_of  # noqa: E402
 

@@ -9,7 +9,7 @@ from bayespmf.datasets._simulate import make_simplex_nest
 from bayespmf.estimators.latent_class import NotFittedError
 from bayespmf.estimators.simplex import GDM, VLAD, SimplexSPA
 from bayespmf.metrics import min_matching_distance
-from bayespmf.plots_simplex import plot_simplex_estimates
+from bayespmf.plots import plot_simplex_estimates
 
 ESTIMATORS = [VLAD, GDM, SimplexSPA]
 

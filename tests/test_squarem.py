@@ -3,8 +3,9 @@ import pytest
 from scipy.special import gammaln, logsumexp
 
 from bayespmf import ConvergenceWarning
+from bayespmf.fit.squarem import squarem
 from bayespmf.kernels.em import build_em_kernel, init_random
-from bayespmf.kernels.squarem import legal_step_length, squarem, squarem_pmf_step
+from bayespmf.kernels.squarem import legal_step_length, squarem_pmf_step
 from bayespmf.pmf import log_likelihood_rows, split_factors, stack_factors
 
 # Hasselblad (1969): deaths per day of women over 80 (London Times, 1910-1912), the

@@ -3,15 +3,15 @@ import pandas as pd
 import pytest
 
 from bayespmf import CategoricalData, DataValidationError, datasets
-from bayespmf.baselines import BiasedMF, one_hot_features, rating_average
-from bayespmf.estimators import LatentClassPMF
-from bayespmf.tasks import (
+from bayespmf.apps.baselines import BiasedMF, one_hot_features, rating_average
+from bayespmf.apps.tasks import (
     ITER_CHECKPOINTS,
     _fit_latent,
     _RatingSplit,
     classify,
     predict_ratings,
 )
+from bayespmf.estimators import LatentClassPMF
 
 VOTES, _ = datasets.load_votes()
 ANIMATION, _ = datasets.load_movielens("Animation")
@@ -182,7 +182,7 @@ def test_rating_split_follows_the_protocol():
 def test_rating_mmse_and_map_equal_direct_computation():
     split = _RatingSplit(ANIMATION, (0.5, 0.2, 0.3), seed=5)
     est = LatentClassPMF(3, "em", random_state=0).fit(split.train)
-    from bayespmf.tasks import _params_proba
+    from bayespmf.apps.tasks import _params_proba
 
     got = split.evaluate_proba(_params_proba(est.params_), "test")
     h, truth = split.parts["test"]

@@ -10,15 +10,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bayespmf._npz import load_npz_safely
 from bayespmf._validation import (
     DataValidationError,
     as_codes,
     check_int,
     check_random_state,
 )
+from bayespmf._version import __version__
 from bayespmf.data import CategoricalData
 from bayespmf.fit.latent_class import METHODS, fit_latent_class
-from bayespmf.io import load_npz_safely
 from bayespmf.pmf import (
     LatentClassParams,
     check_params,
@@ -217,6 +218,8 @@ class LatentClassPMF:
             identified.
         """
         t0 = time.perf_counter()
+        if isinstance(data, pd.DataFrame):
+            data = CategoricalData.from_pandas(data)
         result = fit_latent_class(
             data,
             self.rank,
@@ -270,8 +273,33 @@ class LatentClassPMF:
 
     def _codes(self, data) -> np.ndarray:
         self._check_fitted()
+        if isinstance(data, pd.DataFrame):
+            like = CategoricalData(
+                np.zeros((1, self.n_categories_.size), dtype=np.int64),
+                self.n_categories_,
+                getattr(self, "_names", None),
+                getattr(self, "_categories", None),
+            )
+            data = CategoricalData.from_pandas(data, like=like)
         codes, _ = as_codes(data, self.n_categories_, name="data", allow_empty_columns=True)
         return codes
+
+    def _labels(self, n: int) -> list:
+        cats = getattr(self, "_categories", None)
+        return list(cats[n]) if cats is not None else list(range(self.n_categories_[n]))
+
+    @staticmethod
+    def _as_frame(data, values, columns):
+        """``values`` as a DataFrame indexed like a DataFrame ``data``; else as is."""
+        if not isinstance(data, pd.DataFrame):
+            return values
+        return pd.DataFrame(values, index=data.index, columns=columns)
+
+    @staticmethod
+    def _as_series(data, values, name):
+        if not isinstance(data, pd.DataFrame):
+            return values
+        return pd.Series(values, index=data.index, name=name)
 
     def _target(self, target) -> int:
         if isinstance(target, str):
@@ -286,15 +314,19 @@ class LatentClassPMF:
 
     # ------------------------------------------------------------------ inference
     def score_samples(self, data) -> np.ndarray:
-        """Log-likelihood of the observed entries of each row, shape (S,)."""
-        return log_likelihood_rows(self._codes(data), self.weights_, self.factors_)
+        """Log-likelihood of the observed entries of each row, shape (S,).
+
+        A pandas Series indexed like ``data`` when ``data`` is a DataFrame.
+        """
+        ll = log_likelihood_rows(self._codes(data), self.weights_, self.factors_)
+        return self._as_series(data, ll, "loglik")
 
     def score(self, data) -> float:
         """Mean log-likelihood of the observed entries per row.
 
         Rows with every entry missing contribute 0.
         """
-        return float(np.mean(self.score_samples(data)))
+        return float(np.mean(np.asarray(self.score_samples(data))))
 
     # ------------------------------------------------------------ model choice
     @property
@@ -439,11 +471,13 @@ class LatentClassPMF:
         array([[0.818, 0.182],
                [0.5  , 0.5  ]])
         """
-        return posterior_classes(self._codes(data), self.weights_, self.factors_)
+        p = posterior_classes(self._codes(data), self.weights_, self.factors_)
+        return self._as_frame(data, p, pd.RangeIndex(self.weights_.size, name="class"))
 
     def predict_class(self, data) -> np.ndarray:
         """Modal class of each row (argmax of :meth:`predict_class_proba`), (S,)."""
-        return np.argmax(self.predict_class_proba(data), axis=1)
+        p = np.asarray(self.predict_class_proba(data))
+        return self._as_series(data, np.argmax(p, axis=1), "class")
 
     def predict_proba(self, data, target) -> np.ndarray:
         """PMF of variable ``target`` given each row's other observed entries, (S, I_t).
@@ -456,13 +490,25 @@ class LatentClassPMF:
         >>> np.allclose(m.predict_proba(data, target=0).sum(axis=1), 1.0)
         True
         """
-        return conditional_pmf(
-            self._codes(data), self.weights_, self.factors_, self._target(target)
-        )
+        t = self._target(target)
+        p = conditional_pmf(self._codes(data), self.weights_, self.factors_, t)
+        return self._as_frame(data, p, self._labels(t))
 
     def predict(self, data, target) -> np.ndarray:
-        """MAP code of ``target`` given each row's other observed entries, (S,)."""
-        return np.argmax(self.predict_proba(data, target), axis=1)
+        """MAP code of ``target`` given each row's other observed entries, (S,).
+
+        For a DataFrame ``data``: a Series of category labels indexed like it.
+        """
+        t = self._target(target)
+        code = np.argmax(np.asarray(self.predict_proba(data, target)), axis=1)
+        if not isinstance(data, pd.DataFrame):
+            return code
+        labels = np.asarray(self._labels(t), dtype=object)
+        return pd.Series(labels[code], index=data.index, name=self._names_or_index(t))
+
+    def _names_or_index(self, n: int):
+        names = getattr(self, "_names", None)
+        return names[n] if names is not None else n
 
     def expected_value(self, data, target, values=None) -> np.ndarray:
         """MMSE estimate ``E[v(x_target) | other observed entries]`` per row.
@@ -473,7 +519,7 @@ class LatentClassPMF:
             Numeric value of each category (default: the codes 0..I_t-1; e.g. pass
             ``[1, 2, 3, 4, 5]`` for star ratings).
         """
-        proba = self.predict_proba(data, target)
+        proba = np.asarray(self.predict_proba(data, target))
         v = (
             np.arange(proba.shape[1], dtype=float)
             if values is None
@@ -484,7 +530,39 @@ class LatentClassPMF:
                 f"'values' must have one entry per category of the target "
                 f"({proba.shape[1]}); got shape {v.shape}."
             )
-        return proba @ v
+        return self._as_series(data, proba @ v, self._names_or_index(self._target(target)))
+
+    def get_parameters_df(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Tidy tables of the estimate, with labels.
+
+        Returns
+        -------
+        weights : pandas.DataFrame
+            One row per class: ``class``, ``weight``.
+        conditionals : pandas.DataFrame
+            One row per (variable, category, class): ``variable``, ``category``,
+            ``class``, ``probability`` (``Pr(x_variable = category | class)``); pivot
+            it for a profile table (``.pivot_table(index=["variable", "category"],
+            columns="class", values="probability")``).
+
+        Examples
+        --------
+        >>> m = LatentClassPMF.from_params([0.4, 0.6], [np.array([[0.3, 0.9], [0.7, 0.1]])])
+        >>> w, cond = m.get_parameters_df()
+        >>> cond.shape, w["weight"].tolist()
+        ((4, 4), [0.4, 0.6])
+        """
+        self._check_fitted()
+        weights = pd.DataFrame(
+            {"class": np.arange(self.weights_.size), "weight": self.weights_}
+        )
+        rows = []
+        for n, a in enumerate(self.factors_):
+            labels = self._labels(n)
+            for i, f in np.ndindex(a.shape):
+                rows.append((self._names_or_index(n), labels[i], f, a[i, f]))
+        cond = pd.DataFrame(rows, columns=["variable", "category", "class", "probability"])
+        return weights, cond
 
     def joint_pmf(self) -> np.ndarray:
         """The full joint PMF tensor (only for small alphabets; a clear error otherwise)."""
@@ -544,8 +622,6 @@ class LatentClassPMF:
         >>> np.array_equal(m2.weights_, m.weights_)
         True
         """
-        import bayespmf
-
         self._check_fitted()
         path = Path(path)
         params = {k: v for k, v in self.get_params().items() if k != "random_state"}
@@ -555,7 +631,7 @@ class LatentClassPMF:
         meta = {
             "format": _FORMAT,
             "format_version": _FORMAT_VERSION,
-            "bayespmf_version": bayespmf.__version__,
+            "bayespmf_version": __version__,
             "params": params,
             "n_iter": int(self.n_iter_),
             "converged": bool(self.converged_),

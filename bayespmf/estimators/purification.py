@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from bayespmf._validation import DataValidationError, check_int
-from bayespmf.kernels.purification import min_inf_pinv, purification, relu_decode
+from bayespmf.fit.purification import purification
+from bayespmf.kernels.purification import min_inf_pinv, relu_decode
 from bayespmf.kernels.spa import spa
 
 __all__ = ["PurificationNMF"]
@@ -26,7 +27,7 @@ class PurificationNMF:
         ReLU offset :math:`\alpha` of the decoding.
     r : float, optional
         Scaling factor; data-driven by default (see
-        :func:`bayespmf.kernels.purification.purification`).
+        :func:`bayespmf.fit.purification.purification`).
     balance : bool, default True
         Balancing preprocessing of Sec. 6.
     batch_size : int, optional
@@ -50,7 +51,7 @@ class PurificationNMF:
     Notes
     -----
     A thin wrapper: :meth:`fit` validates and calls
-    :func:`~bayespmf.kernels.purification.purification`; :meth:`transform` decodes
+    :func:`~bayespmf.fit.purification.purification`; :meth:`transform` decodes
     with the learned features, :math:`x = \phi_\alpha(A^\dagger y)`. Without ``init``
     the warm start is SPA (:func:`~bayespmf.kernels.spa.spa`) on the data points: the
     ``n_components`` "purest" points, as the paper suggests for (A3) (Sec. 3,

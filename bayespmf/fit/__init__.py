@@ -4,6 +4,13 @@
 EM / SQUAREM-PMF driver; :func:`fit_latent_class` the one public fit function of the
 latent-class PMF (a registry of methods, ``"auto"`` = multi-start maximum likelihood)
 that :class:`~bayespmf.estimators.LatentClassPMF` and ``bayespmf.dask`` call.
+
+The other iterative methods run under the same loop from modules named after them:
+:func:`bayespmf.fit.cnmf.cnmf_opt`, :func:`bayespmf.fit.ctd.ctd`,
+:func:`bayespmf.fit.juror.juror`, :func:`bayespmf.fit.purification.purification` and
+the generic :func:`bayespmf.fit.squarem.squarem` (also ``bayespmf.squarem``). They are
+imported from there, not re-exported here, where ``ctd`` would hide the module
+``bayespmf.fit.ctd``.
 """
 
 from bayespmf.fit.em import EMInfo, ad_em, fit_em, run_em

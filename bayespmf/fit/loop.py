@@ -140,6 +140,8 @@ def iterate(
     owner: str = "iterate",
     warn: bool = True,
     rule="aitken",
+    max_evals: int | None = None,
+    min_step_evals: int = 1,
 ):
     """Run ``state, info = step(state)`` until the stopping rule holds or ``max_iter``.
 
@@ -169,6 +171,14 @@ def iterate(
         several papers' code, kept so that their tables can be reproduced;
         a callable ``rule(trace, info, tol) -> bool`` for a kernel whose published rule
         looks at something else (e.g. a parameter change carried in its ``info``).
+    max_evals : int, optional
+        A budget of map evaluations (the sum of ``StepInfo.n_evals``) besides
+        ``max_iter``: a step starts only while ``min_step_evals`` of it remain, and
+        running out of it unconverged warns like ``max_iter``. With a budget the
+        progress bar counts evaluations. Default: no budget.
+    min_step_evals : int, default 1
+        Evaluations a step needs at the least (2 for a SQUAREM cycle, which must map
+        ``x`` and ``F(x)`` before it can extrapolate). Only used with ``max_evals``.
 
     Returns
     -------
@@ -188,15 +198,21 @@ def iterate(
     """
     max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
     tol = check_float(tol, "tol", owner=owner, low=0.0)
+    if max_evals is not None:
+        max_evals = check_int(max_evals, "max_evals", owner=owner, low=min_step_evals)
     trace: list[float] = []
     n_evals = 0
-    converged = stopped = False
-    with progress_bar(max_iter, desc, enabled=progressbar) as bar:
+    converged = stopped = spent = False
+    total = max_iter if max_evals is None else max_evals
+    with progress_bar(total, desc, enabled=progressbar) as bar:
         for it in range(1, max_iter + 1):
+            if max_evals is not None and n_evals + min_step_evals > max_evals:
+                spent = True
+                break
             state, info = step(state)
             n_evals += int(info.n_evals)
             trace.append(float(info.objective))
-            bar.update()
+            bar.update(1 if max_evals is None else int(info.n_evals))
             bar.set_postfix(objective=info.objective)
             converged = _converged(rule, trace, info, tol)
             if callback is not None and callback(it, state) is True:
@@ -204,12 +220,16 @@ def iterate(
             if converged or stopped:
                 break
     if warn and not converged and not stopped:
-        last = predicted_gain(trace)
-        more = "" if not np.isfinite(last) else f" (about {last:.3g} more to gain)"
+        limit, knob = f"in max_iter={max_iter} iterations", "max_iter"
+        if spent:
+            limit, knob = f"within max_evals={max_evals} evaluations", "max_evals"
+        why = f"its stopping rule (tol={tol}) was not met"
+        if rule == "aitken":
+            last = predicted_gain(trace)
+            more = "" if not np.isfinite(last) else f" (about {last:.3g} more to gain)"
+            why = f"the objective was still rising{more} above tol={tol} relative"
         warnings.warn(
-            f"{owner} did not converge in max_iter={max_iter} iterations: the "
-            f"objective was still rising{more} above tol={tol} relative. Increase "
-            "'max_iter' or loosen 'tol'.",
+            f"{owner} did not converge {limit}: {why}. Increase '{knob}' or loosen 'tol'.",
             ConvergenceWarning,
             stacklevel=3,
         )

@@ -3,8 +3,10 @@
 Under the latent-class model every pairwise marginal is a coupled nonnegative
 factorization, ``X_jk = A_j diag(lambda) A_k^T`` (Ibrahim & Fu, eq. (5)).
 :func:`cnmf_spa` recovers the factors in closed form from one "virtual NMF" matrix by
-the successive projection algorithm; :func:`cnmf_opt` fits all observed pairs at once
-by KL-divergence mirror descent, usually started from :func:`cnmf_spa`.
+the successive projection algorithm. CNMF-OPT fits all observed pairs at once by
+KL-divergence mirror descent, usually started from :func:`cnmf_spa`: here its
+validated problem (:func:`cnmf_opt_init`) and one sweep (:func:`cnmf_opt_step`);
+``bayespmf.fit.cnmf.cnmf_opt`` runs the sweeps under the one loop.
 
 References
 ----------
@@ -17,7 +19,7 @@ References
 from __future__ import annotations
 
 import functools
-import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pytensor
@@ -25,11 +27,8 @@ import pytensor.tensor as pt
 from scipy.optimize import nnls
 from scipy.special import xlogy
 
-from bayespmf._progress import progress_bar
 from bayespmf._validation import (
-    ConvergenceWarning,
     DataValidationError,
-    check_float,
     check_int,
     check_random_state,
 )
@@ -38,7 +37,18 @@ from bayespmf.kernels.spa import spa
 from bayespmf.marginals import PairwiseMarginals
 from bayespmf.pmf import LatentClassParams, check_params, split_factors, stack_factors
 
-__all__ = ["cnmf_opt", "cnmf_spa", "max_identifiable_rank", "pairwise_misfit"]
+__all__ = [
+    "CNMFOptInfo",
+    "CNMFOptProblem",
+    "CNMFOptState",
+    "check_init_params",
+    "check_rank",
+    "cnmf_opt_init",
+    "cnmf_opt_step",
+    "cnmf_spa",
+    "max_identifiable_rank",
+    "pairwise_misfit",
+]
 
 #: Floor on the model probabilities inside log(M): keeps the KL objective and its
 #: gradient finite where a model entry underflows (a probability below 1e-300 is 0 to
@@ -147,7 +157,17 @@ def max_identifiable_rank(n_categories) -> int:
     return best
 
 
-def _check_rank(rank, n_categories, owner: str) -> int:
+def check_rank(rank, n_categories, owner: str) -> int:
+    """``rank`` as an int in ``[1, max_identifiable_rank(n_categories)]``.
+
+    Raises
+    ------
+    ValueError
+        ``rank`` not an int >= 1.
+    DataValidationError
+        ``rank`` above what a split of the variables identifies (message names
+        ``owner``).
+    """
     rank = check_int(rank, "rank", owner=owner, low=1)
     limit = max_identifiable_rank(n_categories)
     if rank > limit:
@@ -468,7 +488,7 @@ def cnmf_spa(
     owner = "cnmf_spa"
     m = _check_marginals(marginals, owner)
     n_cat = m.n_categories
-    rank = _check_rank(rank, n_cat, owner)
+    rank = check_rank(rank, n_cat, owner)
     n_splits = check_int(n_splits, "n_splits", owner=owner, low=0)
     observed = _observed(m, min_count, owner)
     rng = check_random_state(random_state)
@@ -536,6 +556,34 @@ def _interior(p: np.ndarray) -> np.ndarray:
     return (1.0 - INIT_SMOOTHING) * p + INIT_SMOOTHING / p.shape[0]
 
 
+def check_init_params(init, n_categories, rank: int, owner: str) -> LatentClassParams:
+    """A given starting point ``(weights, factors)`` checked against the data and rank.
+
+    Raises
+    ------
+    DataValidationError
+        ``init`` not a pair, factors of the wrong shapes, or not ``rank`` classes.
+
+    Examples
+    --------
+    >>> check_init_params(([1.0], [np.ones((2, 1)) / 2]), [2], 1, "me").weights
+    array([1.])
+    """
+    try:
+        weights, factors = init
+    except (TypeError, ValueError) as err:
+        raise DataValidationError(
+            f"The 'init' argument of {owner} must be a (weights, factors) pair. "
+            f"Got {type(init).__name__}."
+        ) from err
+    p = check_params(weights, factors, n_categories)
+    if p.weights.size != rank:
+        raise DataValidationError(
+            f"The 'init' of {owner} has {p.weights.size} classes but rank={rank}."
+        )
+    return p
+
+
 def _check_init(init, marginals, rank, rng, owner):
     n_cat = marginals.n_categories
     if init is None or (isinstance(init, str) and init == "random"):
@@ -543,26 +591,13 @@ def _check_init(init, marginals, rank, rng, owner):
         weights = _normalize_columns(rng.uniform(size=(rank, 1)))[:, 0]
         return weights, stack_factors(factors)
     if isinstance(init, str) and init == "cnmf-spa":
-        params, _ = cnmf_spa(marginals, rank, random_state=rng)
-        weights, factors = params
+        init, _ = cnmf_spa(marginals, rank, random_state=rng)
     elif isinstance(init, str):
         raise ValueError(
             f"The 'init' argument of {owner} must be None, 'random', 'cnmf-spa' or a "
             f"LatentClassParams / (weights, factors) pair. Got {init!r}."
         )
-    else:
-        try:
-            weights, factors = init
-        except (TypeError, ValueError) as err:
-            raise DataValidationError(
-                f"The 'init' argument of {owner} must be a (weights, factors) pair. "
-                f"Got {type(init).__name__}."
-            ) from err
-    p = check_params(weights, factors, n_cat)
-    if p.weights.size != rank:
-        raise DataValidationError(
-            f"The 'init' of {owner} has {p.weights.size} classes but rank={rank}."
-        )
+    p = check_init_params(init, n_cat, rank, owner)
     stacked = np.concatenate([_interior(a) for a in p.factors])
     return _interior(p.weights[:, None])[:, 0], stacked
 
@@ -584,168 +619,153 @@ def _eg_block(x, grad, f0, evaluate, step):
     return x, f0, step
 
 
-def cnmf_opt(
+class CNMFOptProblem(NamedTuple):
+    """The data of CNMF-OPT's objective, built once by :func:`cnmf_opt_init`.
+
+    Attributes
+    ----------
+    pair_weights : ndarray, shape (sum I, sum I)
+        Block weights ``w_jk / 2`` (0 off the observed off-diagonal blocks).
+    joint, log_joint : ndarray, shape (sum I, sum I)
+        The pairwise marginals as one block matrix, and its log (0 where it is 0).
+    blocks : tuple of slice
+        The rows of every variable in the stacked factors.
+    n_categories : ndarray of int
+    """
+
+    pair_weights: np.ndarray
+    joint: np.ndarray
+    log_joint: np.ndarray
+    blocks: tuple
+    n_categories: np.ndarray
+
+
+class CNMFOptState(NamedTuple):
+    """One CNMF-OPT iterate.
+
+    Attributes
+    ----------
+    weights : ndarray, shape (F,)
+        ``lambda``.
+    factors_stacked : ndarray, shape (sum I, F)
+        The factors ``A_n`` stacked row-wise.
+    misfit : float
+        The objective (to minimize) at this iterate.
+    steps : ndarray, shape (N + 1,)
+        The last accepted mirror-descent step of every block (``A_1..A_N``, lambda).
+    """
+
+    weights: np.ndarray
+    factors_stacked: np.ndarray
+    misfit: float
+    steps: np.ndarray
+
+
+class CNMFOptInfo(NamedTuple):
+    """What one :func:`cnmf_opt_step` (a sweep) reports.
+
+    Attributes
+    ----------
+    objective : float
+        Minus the misfit of the state the sweep was given (an objective to maximize).
+    n_evals : int
+        Sweeps (1).
+    misfit : float
+        The misfit after the sweep.
+    """
+
+    objective: float
+    n_evals: int
+    misfit: float
+
+
+def cnmf_opt_init(
     marginals,
     rank: int,
     *,
     init=None,
     pair_weighting: str = "uniform",
     min_count: int = 1,
-    max_iter: int = 3000,
-    tol: float = 1e-6,
     random_state=None,
-    progressbar: bool = False,
-) -> tuple[LatentClassParams, dict]:
-    """Latent-class parameters by coupled KL factorization of pairwise marginals (Alg. 1).
+    owner: str = "cnmf_opt",
+) -> tuple[CNMFOptProblem, CNMFOptState]:
+    """Validate CNMF-OPT's inputs; build its problem and starting state.
 
-    Parameters
-    ----------
-    marginals : PairwiseMarginals
-        Empirical or population pairwise marginals of N >= 2 variables.
-    rank : int
-        Number of latent classes F, in ``[1, max_identifiable_rank(n_categories)]``.
-    init : None, "random", "cnmf-spa", LatentClassParams or (weights, factors)
-        Starting point. ``None``/"random": columns drawn uniformly from
-        ``random_state`` and normalized; "cnmf-spa": :func:`cnmf_spa`. A CNMF-SPA or
-        given start is mixed with ``INIT_SMOOTHING`` of the uniform PMF (multiplicative
-        updates cannot leave an exact zero). Not modified.
-    pair_weighting : {"uniform", "counts"}, default "uniform"
-        Weight of each observed pair in the objective: equal, as in eq. (5)-(6) of the
-        paper, or proportional to its co-observation count. Weights sum to one.
-    min_count : int, default 1
-        A pair co-observed in fewer rows is left out of the objective.
-    max_iter : int, default 3000
-        Maximum number of sweeps (one sweep updates A_1, ..., A_N, then lambda). From
-        CNMF-SPA starts on simulated data (N = 5-8, I = 5-10, F = 3-5, 5e3-1e5 rows,
-        half missing) 150-1500 sweeps (0.1-1.5 s) met ``tol=1e-6``.
-    tol : float, default 1e-6
-        Stop when a sweep lowers the objective by less than ``tol`` times its value
-        (the paper stops at a relative change of 1e-5; 1e-6 is a little stricter
-        because the closing steps of mirror descent are small), or when the objective
-        falls below ``OBJECTIVE_FLOOR`` (an exact fit).
-    random_state : None, int or numpy.random.Generator
-        Seeds the random start (and CNMF-SPA's random splits).
-    progressbar : bool, default False
-        Show a progress bar over sweeps.
+    Parameters are those of ``bayespmf.fit.cnmf.cnmf_opt`` (``owner`` names it in
+    errors).
 
     Returns
     -------
-    params : LatentClassParams
-    info : dict
-        ``n_iter`` (sweeps run), ``objective`` (ndarray: the objective at the start and
-        after every sweep, non-increasing), ``converged`` (bool).
+    problem : CNMFOptProblem
+    state : CNMFOptState
 
     Raises
     ------
-    DataValidationError
-        ``marginals`` not a PairwiseMarginals, no observed pair, ``rank`` above what
-        the pairwise marginals identify, or a malformed ``init``.
-    ValueError
-        Malformed ``rank``, ``max_iter``, ``tol``, ``init`` or ``pair_weighting``.
-
-    Warns
-    -----
-    ConvergenceWarning
-        If ``max_iter`` sweeps end before the stopping rule holds.
-
-    Notes
-    -----
-    Minimizes ``sum_{(j,k) in Omega, j<k} w_jk D_KL(X_jk, A_j diag(lambda) A_k^T)``
-    over column-stochastic ``A_n`` and ``lambda`` on the simplex (problems (5)-(6)),
-    block-cyclically over ``A_1, ..., A_N, lambda`` (Alg. 1, lines 4-7). Each block
-    takes one mirror-descent step with the entropy mirror map (exponentiated
-    gradient): ``A_n <- A_n * exp(-eta G_n)``, columns renormalized. ``eta`` comes from
-    Armijo backtracking, ``f(new) <= f(old) + c <G, new - old>``, starting from twice
-    the block's last accepted step, so every sweep is monotone.
-
-    A zero objective does not by itself mean the true parameters: near strictly
-    positive factors, ``A_n -> A_n (I + E)`` with ``1^T E = 0`` and
-    ``E diag(lambda) + diag(lambda) E^T`` diagonal keeps every ``X_jk``, a family of
-    ``F (F - 1) / 2`` dimensions (checked numerically: the Jacobian of the pairwise
-    marginals has exactly that many zero singular values). Identifiability comes from
-    the nonnegativity boundary (sufficiently scattered factors, Theorem 2), so recovery
-    is judged on factors with zeros or from a good start such as CNMF-SPA.
-
-    The objective and its gradient are one compiled PyTensor graph over the whole
-    problem: with the stacked factors ``A`` (sum I, F) the model of every pair at once
-    is the block matrix ``A diag(lambda) A^T``, compared with the joint block matrix
-    under a block mask that keeps the observed off-diagonal blocks (the diagonal blocks
-    ``diag(p_j)`` are not pairwise marginals). The graph is compiled once per process;
-    the loop runs in Python.
+    DataValidationError, ValueError
+        As ``cnmf_opt``.
 
     Examples
     --------
     >>> from bayespmf.marginals import PairwiseMarginals
     >>> A = [np.array([[0.7, 0.1], [0.2, 0.3], [0.1, 0.6]])] * 4
     >>> m = PairwiseMarginals.from_params([0.4, 0.6], A)
-    >>> params, info = cnmf_opt(m, 2, init="cnmf-spa", random_state=0)
-    >>> bool(info["objective"][-1] <= info["objective"][0])
+    >>> problem, state = cnmf_opt_init(m, 2, init="cnmf-spa", random_state=0)
+    >>> state, info = cnmf_opt_step(state, problem)
+    >>> bool(info.misfit <= -info.objective)
     True
     """
-    owner = "cnmf_opt"
     m = _check_marginals(marginals, owner)
     n_cat = m.n_categories
-    rank = _check_rank(rank, n_cat, owner)
-    max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
-    tol = check_float(tol, "tol", owner=owner, low=0.0)
+    rank = check_rank(rank, n_cat, owner)
     observed = _observed(m, min_count, owner)
     wt = _expand(_pair_weight_matrix(m, observed, pair_weighting), n_cat) / 2
     rng = check_random_state(random_state)
     lam, a = _check_init(init, m, rank, rng, owner)
-
     x = np.ascontiguousarray(m.joint, dtype=np.float64)
     wt = np.ascontiguousarray(wt)
     log_x = np.log(x, out=np.zeros_like(x), where=x > 0)
-    data = (wt, x, log_x)
-    value, value_grad = _compiled_kl()
     offsets = m.offsets
-    blocks = [slice(int(offsets[n]), int(offsets[n + 1])) for n in range(n_cat.size)]
-    steps = np.full(len(blocks) + 1, INITIAL_STEP)
-
+    blocks = tuple(slice(int(offsets[n]), int(offsets[n + 1])) for n in range(n_cat.size))
+    problem = CNMFOptProblem(wt, x, log_x, blocks, n_cat)
     a = np.ascontiguousarray(a)
     lam = np.ascontiguousarray(lam)
-    f = float(value(a, lam, *data))
-    trace = [f]
-    converged = False
-    n_iter = 0
-    with progress_bar(max_iter, "CNMF-OPT", enabled=bool(progressbar)) as bar:
-        while n_iter < max_iter:
-            n_iter += 1
-            f_start = f
-            for b, blk in enumerate(blocks):  # Alg. 1, lines 4-6
-                _, g_a, _ = value_grad(a, lam, *data)
+    value, _ = _compiled_kl()
+    f = float(value(a, lam, wt, x, log_x))
+    return problem, CNMFOptState(lam, a, f, np.full(len(blocks) + 1, INITIAL_STEP))
 
-                def eval_block(cand, blk=blk):
-                    trial = a.copy()
-                    trial[blk] = cand
-                    return float(value(trial, lam, *data))
 
-                new, f, used = _eg_block(a[blk], g_a[blk], f, eval_block, steps[b])
-                a[blk] = new
-                steps[b] = min(used * STEP_GROW, MAX_STEP)
-            _, _, g_lam = value_grad(a, lam, *data)  # line 7
+def cnmf_opt_step(
+    state: CNMFOptState, problem: CNMFOptProblem
+) -> tuple[CNMFOptState, CNMFOptInfo]:
+    """One sweep of CNMF-OPT (Alg. 1, lines 4-7): ``A_1, ..., A_N``, then ``lambda``.
 
-            def eval_lam(cand):
-                return float(value(a, np.ascontiguousarray(cand[:, 0]), *data))
+    Every block takes one exponentiated-gradient step with Armijo backtracking from
+    twice its last accepted step (see ``bayespmf.fit.cnmf.cnmf_opt``, Notes), so the
+    misfit never rises. ``state`` is not modified.
+    """
+    value, value_grad = _compiled_kl()
+    data = (problem.pair_weights, problem.joint, problem.log_joint)
+    a = state.factors_stacked.copy()
+    lam = state.weights
+    steps = state.steps.copy()
+    f = state.misfit
+    for b, blk in enumerate(problem.blocks):  # Alg. 1, lines 4-6
+        _, g_a, _ = value_grad(a, lam, *data)
 
-            new, f, used = _eg_block(lam[:, None], g_lam[:, None], f, eval_lam, steps[-1])
-            lam = np.ascontiguousarray(new[:, 0])
-            steps[-1] = min(used * STEP_GROW, MAX_STEP)
-            trace.append(f)
-            bar.update()
-            bar.set_postfix(objective=f)
-            if f_start - f <= tol * abs(f_start) or f <= OBJECTIVE_FLOOR:
-                converged = True
-                break
-    if not converged:
-        warnings.warn(
-            f"{owner} stopped after max_iter={max_iter} sweeps without meeting "
-            f"tol={tol} (last relative decrease "
-            f"{(trace[-2] - trace[-1]) / max(abs(trace[-2]), PROB_FLOOR):.2e}). "
-            "Increase 'max_iter', loosen 'tol', or start from init='cnmf-spa'.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
-    params = LatentClassParams(lam.copy(), split_factors(a, n_cat))
-    info = {"n_iter": n_iter, "objective": np.asarray(trace), "converged": converged}
-    return params, info
+        def eval_block(cand, blk=blk):
+            trial = a.copy()
+            trial[blk] = cand
+            return float(value(trial, lam, *data))
+
+        new, f, used = _eg_block(a[blk], g_a[blk], f, eval_block, steps[b])
+        a[blk] = new
+        steps[b] = min(used * STEP_GROW, MAX_STEP)
+    _, _, g_lam = value_grad(a, lam, *data)  # line 7
+
+    def eval_lam(cand):
+        return float(value(a, np.ascontiguousarray(cand[:, 0]), *data))
+
+    new, f, used = _eg_block(lam[:, None], g_lam[:, None], f, eval_lam, steps[-1])
+    steps[-1] = min(used * STEP_GROW, MAX_STEP)
+    new_state = CNMFOptState(np.ascontiguousarray(new[:, 0]), a, f, steps)
+    return new_state, CNMFOptInfo(-state.misfit, 1, f)

@@ -3,10 +3,12 @@ r"""Coupled tensor decomposition (CTD) of triple marginals (Kargas, Sidiropoulos
 Under the latent-class model every triple marginal is a rank-F canonical polyadic
 decomposition sharing its factors with the others,
 :math:`T_{jkl} = [\![\lambda; A_j, A_k, A_l]\!] = \sum_f \lambda_f A_j(:, f) \circ
-A_k(:, f) \circ A_l(:, f)`. :func:`ctd` fits all given triples at once by least
-squares under simplex constraints, alternating over :math:`A_1, \dots, A_N, \lambda`
-with an ADMM solve of every block (AO-ADMM), the algorithm of Kargas et al. It is the
-"CTD" baseline of Ibrahim & Fu (Sec. 5.1) and the "CTF" one of Vora et al. (Sec. 2.2).
+A_k(:, f) \circ A_l(:, f)`. CTD fits all given triples at once by least squares under
+simplex constraints, alternating over :math:`A_1, \dots, A_N, \lambda` with an ADMM
+solve of every block (AO-ADMM), the algorithm of Kargas et al. It is the "CTD"
+baseline of Ibrahim & Fu (Sec. 5.1) and the "CTF" one of Vora et al. (Sec. 2.2). Here
+are its problem (:func:`ctd_init`) and one sweep (:func:`ctd_step`);
+``bayespmf.fit.ctd.ctd`` runs the sweeps under the one loop.
 
 References
 ----------
@@ -20,25 +22,26 @@ References
 
 from __future__ import annotations
 
-import warnings
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from bayespmf._progress import progress_bar
-from bayespmf._validation import (
-    ConvergenceWarning,
-    DataValidationError,
-    check_float,
-    check_int,
-    check_random_state,
-)
+from bayespmf._validation import DataValidationError, check_int, check_random_state
+from bayespmf.kernels.cnmf import check_init_params
 from bayespmf.kernels.em import init_random
 from bayespmf.kernels.simplex import project_simplex
 from bayespmf.marginals import TripleMarginals
-from bayespmf.pmf import LatentClassParams, check_params
+from bayespmf.pmf import check_params
 
-__all__ = ["ctd", "triple_misfit"]
+__all__ = [
+    "CTDInfo",
+    "CTDProblem",
+    "CTDState",
+    "ctd_init",
+    "ctd_step",
+    "triple_misfit",
+]
 
 #: ADMM iterations per block and sweep. AO-ADMM warm-starts the dual variable of every
 #: block across sweeps, so a few inner iterations suffice; on exact triples of 4
@@ -84,19 +87,7 @@ def _check_init(init, n_cat, rank, rng, owner):
             f"The 'init' argument of {owner} must be None, 'random' or a "
             f"LatentClassParams / (weights, factors) pair. Got {init!r}."
         )
-    try:
-        weights, factors = init
-    except (TypeError, ValueError) as err:
-        raise DataValidationError(
-            f"The 'init' argument of {owner} must be a (weights, factors) pair. Got "
-            f"{type(init).__name__}."
-        ) from err
-    p = check_params(weights, factors, n_cat)
-    if p.weights.size != rank:
-        raise DataValidationError(
-            f"The 'init' of {owner} has {p.weights.size} classes but rank={rank}."
-        )
-    return p
+    return check_init_params(init, n_cat, rank, owner)
 
 
 def _model(weights, a, b, c) -> np.ndarray:
@@ -116,7 +107,7 @@ def triple_misfit(triple_marginals, params) -> float:
     float
         :math:`\sum_t w_t \|T_t - [\![\lambda; A_j, A_k, A_l]\!]\|_F^2` over the
         triples co-observed at least once, with equal weights :math:`w_t` summing to
-        one (the objective of :func:`ctd`).
+        one (the objective of ``bayespmf.fit.ctd.ctd``).
 
     Examples
     --------
@@ -162,94 +153,89 @@ def _admm_simplex(x, dual, gram, mttkrp, n_iter, tol, axis=0):
     return x, dual
 
 
-def ctd(
-    triple_marginals,
-    rank: int,
-    *,
-    init=None,
-    max_iter: int = 500,
-    tol: float = 1e-7,
-    random_state=None,
-    progressbar: bool = False,
-) -> tuple[LatentClassParams, dict]:
-    r"""Latent-class parameters by coupled tensor decomposition of triple marginals.
+class CTDProblem(NamedTuple):
+    """The triples CTD fits, arranged once by :func:`ctd_init`.
 
-    Parameters
+    Attributes
     ----------
-    triple_marginals : TripleMarginals
-        Empirical or population triple marginals (all ``N choose 3`` triples, or a
-        subset: every variable must appear in at least one co-observed triple).
-    rank : int
-        Number of latent classes F (>= 1).
-    init : None, "random", LatentClassParams or (weights, factors)
-        Starting point; default (``None``/"random") Uniform(0, 1) entries normalized
-        (:func:`bayespmf.kernels.em.init_random`) from ``random_state``. Not modified.
-    max_iter : int, default 500
-        Maximum sweeps over :math:`A_1, \dots, A_N, \lambda`.
-    tol : float, default 1e-7
-        Stop when a sweep lowers the misfit by less than ``tol`` times its value, or
-        the misfit reaches ``OBJECTIVE_FLOOR`` times :math:`\sum_t w_t \|T_t\|^2`.
-    random_state : None, int or numpy.random.Generator
-        Seeds the random start.
-    progressbar : bool, default False
+    tensors : dict
+        Triple ``(j, k, l)`` -> its marginal ``T_jkl`` (co-observed triples only).
+    by_var : dict
+        Variable ``n`` -> ``[(T moved to put n's axis first, (k, l)), ...]``.
+    weight : float
+        The weight ``w_t = 1 / |T|`` of every triple.
+    floor : float
+        An exact fit: ``OBJECTIVE_FLOOR * sum_t w_t ||T_t||^2``.
+    n_categories : ndarray of int
+    """
+
+    tensors: dict
+    by_var: dict
+    weight: float
+    floor: float
+    n_categories: np.ndarray
+
+
+class CTDState(NamedTuple):
+    """One CTD iterate: the parameters, the ADMM duals of every block, the misfit."""
+
+    weights: np.ndarray
+    factors: tuple
+    duals: tuple
+    dual_weights: np.ndarray
+    misfit: float
+
+
+class CTDInfo(NamedTuple):
+    """What one :func:`ctd_step` reports, like every misfit-descent sweep.
+
+    ``objective`` is minus the misfit the sweep started from (the loop maximizes),
+    ``n_evals`` is 1 and ``misfit`` the misfit it reached.
+    """
+
+    objective: float
+    n_evals: int
+    misfit: float
+
+
+def _misfit(problem: CTDProblem, weights, factors) -> float:
+    return float(
+        sum(
+            problem.weight * np.sum((x - _model(weights, *(factors[v] for v in t))) ** 2)
+            for t, x in problem.tensors.items()
+        )
+    )
+
+
+def ctd_init(
+    triple_marginals, rank: int, *, init=None, random_state=None, owner: str = "ctd"
+) -> tuple[CTDProblem, CTDState]:
+    """Validate CTD's inputs; arrange its triples and build the starting state.
+
+    Parameters are those of ``bayespmf.fit.ctd.ctd`` (``owner`` names it in errors).
 
     Returns
     -------
-    params : LatentClassParams
-    info : dict
-        ``objective`` (ndarray: misfit at the start and after every sweep),
-        ``n_iter``, ``converged``, ``triples`` (the triples fitted).
+    problem : CTDProblem
+    state : CTDState
 
     Raises
     ------
-    DataValidationError
-        Not a TripleMarginals, no co-observed triple, a variable in no co-observed
-        triple, or a malformed ``init``.
-    ValueError
-        Malformed ``rank``, ``max_iter``, ``tol`` or ``init``.
-
-    Warns
-    -----
-    ConvergenceWarning
-        If ``max_iter`` sweeps end before the stopping rule holds.
-
-    Notes
-    -----
-    Minimizes the coupled least-squares criterion of Kargas et al. (Vora et al.,
-    Sec. 2.2; Ibrahim & Fu, Sec. 2.2)
-
-    .. math:: \sum_{t = (j,k,l)} w_t \|T_t - [\![\lambda; A_j, A_k, A_l]\!]\|_F^2
-        \quad \text{s.t.} \quad A_n \ge 0,\ \mathbf 1^\top A_n = \mathbf 1^\top,
-        \ \lambda \ge 0,\ \mathbf 1^\top \lambda = 1,
-
-    over the triples co-observed in at least one row, with equal weights
-    :math:`w_t = 1/|\mathcal T|`. For the block :math:`A_n` the criterion is the
-    quadratic :math:`\mathrm{tr}(A_n G_n A_n^\top) - 2\,\mathrm{tr}(K_n^\top A_n)`
-    with, summed over the triples holding ``n`` (others ``k, l``),
-    :math:`G_n = \sum_t w_t D(\lambda)\,(A_k^\top A_k * A_l^\top A_l)\,D(\lambda)`
-    and the MTTKRP :math:`K_n = \sum_t w_t T_{t,(n)} (A_k \odot A_l) D(\lambda)`; for
-    :math:`\lambda` it is :math:`\lambda^\top P \lambda - 2 q^\top \lambda` with
-    :math:`P = \sum_t w_t (A_j^\top A_j * A_k^\top A_k * A_l^\top A_l)` and
-    :math:`q_f = \sum_t w_t T_t \times_1 A_j(:, f) \times_2 A_k(:, f) \times_3
-    A_l(:, f)`. Each block is solved by a few ADMM iterations with a warm-started
-    dual (AO-ADMM, Huang et al., the solver Kargas et al. use); the simplex
-    projection is :func:`~bayespmf.kernels.simplex.project_simplex`. All in NumPy:
-    the work per sweep is a handful of ``einsum`` calls on ``I^3``-entry tensors.
+    DataValidationError, ValueError
+        As ``ctd``.
 
     Examples
     --------
     >>> from bayespmf.marginals import TripleMarginals
     >>> A = [np.array([[0.8, 0.1], [0.1, 0.2], [0.1, 0.7]])] * 4
-    >>> t = TripleMarginals.from_params([0.3, 0.7], A)
-    >>> params, info = ctd(t, 2, random_state=0)
-    >>> np.sort(params.weights).round(4)
-    array([0.3, 0.7])
+    >>> problem, state = ctd_init(TripleMarginals.from_params([0.3, 0.7], A), 2,
+    ...                           random_state=0)
+    >>> new, info = ctd_step(state, problem)
+    >>> bool(info.misfit < state.misfit), sorted(problem.tensors)[:2]
+    (True, [(0, 1, 2), (0, 1, 3)])
     """
-    owner = "ctd"
     tm, used = _check_triples(triple_marginals, owner)
     rank = check_int(rank, "rank", owner=owner, low=1)
-    max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
-    tol = check_float(tol, "tol", owner=owner, low=0.0)
     n_cat = np.asarray(tm.n_categories)
     n_vars = n_cat.size
     covered = {v for t in used for v in t}
@@ -273,70 +259,51 @@ def ctd(
             others = [u for i, u in enumerate(t) if i != pos]
             by_var[v].append((np.moveaxis(tensors[t], pos, 0), others))
     norm_sq = w_t * sum(float(np.sum(x * x)) for x in tensors.values())
+    problem = CTDProblem(tensors, by_var, w_t, OBJECTIVE_FLOOR * norm_sq, n_cat)
+    duals = tuple(np.zeros_like(a) for a in factors)
+    state = CTDState(
+        lam, tuple(factors), duals, np.zeros((1, rank)), _misfit(problem, lam, factors)
+    )
+    return problem, state
 
-    def misfit() -> float:
-        return float(
-            sum(
-                w_t * np.sum((x - _model(lam, *(factors[v] for v in t))) ** 2)
-                for t, x in tensors.items()
-            )
-        )
 
-    duals = [np.zeros_like(a) for a in factors]
-    dual_lam = np.zeros((1, rank))
-    trace = [misfit()]
-    floor = OBJECTIVE_FLOOR * norm_sq
-    converged = trace[0] <= floor
-    n_iter = 0
-    with progress_bar(max_iter, "CTD", enabled=bool(progressbar)) as bar:
-        while n_iter < max_iter and not converged:
-            n_iter += 1
-            for n in range(n_vars):
-                gram = np.zeros((rank, rank))
-                mttkrp = np.zeros((int(n_cat[n]), rank))
-                for x, (k, l) in by_var[n]:  # noqa: E741
-                    ak, al = factors[k], factors[l]
-                    gram += (ak.T @ ak) * (al.T @ al)
-                    mttkrp += np.einsum("ijk,jf,kf->if", x, ak, al)
-                gram = w_t * lam[:, None] * gram * lam[None, :]
-                mttkrp = w_t * mttkrp * lam
-                factors[n], duals[n] = _admm_simplex(
-                    factors[n], duals[n], gram, mttkrp, ADMM_ITER, ADMM_TOL
-                )
-            gram = np.zeros((rank, rank))
-            rhs = np.zeros(rank)
-            for t, x in tensors.items():
-                a, b, c = (factors[v] for v in t)
-                gram += (a.T @ a) * (b.T @ b) * (c.T @ c)
-                rhs += np.einsum("ijk,if,jf,kf->f", x, a, b, c)
-            new, dual_lam = _admm_simplex(
-                lam[None, :],
-                dual_lam,
-                w_t * gram,
-                w_t * rhs[None, :],
-                ADMM_ITER,
-                ADMM_TOL,
-                axis=1,
-            )
-            lam = new[0]
-            f = misfit()
-            trace.append(f)
-            bar.update()
-            bar.set_postfix(objective=f)
-            converged = abs(trace[-2] - f) <= tol * trace[-2] or f <= floor
-    if not converged:
-        warnings.warn(
-            f"{owner} stopped after max_iter={max_iter} sweeps without meeting tol={tol} "
-            f"(last relative change {abs(trace[-2] - trace[-1]) / trace[-2]:.2e}). "
-            "Increase 'max_iter' or loosen 'tol'.",
-            ConvergenceWarning,
-            stacklevel=2,
+def ctd_step(state: CTDState, problem: CTDProblem) -> tuple[CTDState, CTDInfo]:
+    r"""One AO-ADMM sweep of CTD over :math:`A_1, \dots, A_N`, then :math:`\lambda`.
+
+    The block quadratics and their ADMM solves are those of ``bayespmf.fit.ctd.ctd``
+    (Notes). ``state`` is not modified.
+    """
+    lam, w_t, n_cat = state.weights, problem.weight, problem.n_categories
+    rank = lam.size
+    factors, duals = list(state.factors), list(state.duals)
+    for n in range(n_cat.size):
+        gram = np.zeros((rank, rank))
+        mttkrp = np.zeros((int(n_cat[n]), rank))
+        for x, (k, l) in problem.by_var[n]:  # noqa: E741
+            ak, al = factors[k], factors[l]
+            gram += (ak.T @ ak) * (al.T @ al)
+            mttkrp += np.einsum("ijk,jf,kf->if", x, ak, al)
+        gram = w_t * lam[:, None] * gram * lam[None, :]
+        mttkrp = w_t * mttkrp * lam
+        factors[n], duals[n] = _admm_simplex(
+            factors[n], duals[n], gram, mttkrp, ADMM_ITER, ADMM_TOL
         )
-    params = LatentClassParams(lam.copy(), [a.copy() for a in factors])
-    info = {
-        "objective": np.asarray(trace),
-        "n_iter": n_iter,
-        "converged": converged,
-        "triples": tuple(used),
-    }
-    return params, info
+    gram = np.zeros((rank, rank))
+    rhs = np.zeros(rank)
+    for t, x in problem.tensors.items():
+        a, b, c = (factors[v] for v in t)
+        gram += (a.T @ a) * (b.T @ b) * (c.T @ c)
+        rhs += np.einsum("ijk,if,jf,kf->f", x, a, b, c)
+    new, dual_lam = _admm_simplex(
+        lam[None, :],
+        state.dual_weights,
+        w_t * gram,
+        w_t * rhs[None, :],
+        ADMM_ITER,
+        ADMM_TOL,
+        axis=1,
+    )
+    lam = new[0]
+    f = _misfit(problem, lam, factors)
+    new_state = CTDState(lam, tuple(factors), tuple(duals), dual_lam, f)
+    return new_state, CTDInfo(-state.misfit, 1, f)

@@ -3,8 +3,10 @@ r"""JUROR: latent-class PMF from one-way PMFs of random projections (Vora et al.
 For every pair of variables :math:`(j, k)` the statistics are the PMFs of M random
 two-sparse projections :math:`\phi_m^\top [x_j, x_k]`, stacked into
 :math:`Y_{jk} = \mathfrak{R}(Z_{jk})`, the discrete Radon transform of the pairwise
-marginal :math:`Z_{jk} = A_j D(\lambda) A_k^\top` (eq. (6)). :func:`juror` recovers
-:math:`\lambda, A_1, \dots, A_N` in three blocks:
+marginal :math:`Z_{jk} = A_j D(\lambda) A_k^\top` (eq. (6)). JUROR
+(``bayespmf.fit.juror.juror``) recovers :math:`\lambda, A_1, \dots, A_N` in three
+blocks, each here as a pure function (:func:`juror_g1`, :func:`g2_step`,
+:func:`g3_step`):
 
 * **G1** (Alg. 1, lines 2-4): least-squares inversion of the Radon transform, pair by
   pair, then CNMF-SPA (:func:`bayespmf.kernels.cnmf.cnmf_spa`) on the estimated
@@ -26,20 +28,13 @@ References
 
 from __future__ import annotations
 
-import warnings
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from bayespmf._progress import progress_bar
-from bayespmf._validation import (
-    ConvergenceWarning,
-    DataValidationError,
-    check_float,
-    check_int,
-    check_random_state,
-)
-from bayespmf.kernels.cnmf import _check_rank, cnmf_spa
+from bayespmf._validation import DataValidationError, check_int
+from bayespmf.kernels.cnmf import cnmf_spa
 from bayespmf.kernels.simplex import project_simplex
 from bayespmf.marginals import (
     PairwiseMarginals,
@@ -47,9 +42,20 @@ from bayespmf.marginals import (
     projection_marginals,
     random_projections,
 )
-from bayespmf.pmf import LatentClassParams, offsets_of, split_factors, stack_factors
+from bayespmf.pmf import offsets_of, stack_factors
 
-__all__ = ["JurorProblem", "juror"]
+__all__ = [
+    "G2Info",
+    "G2State",
+    "G3Info",
+    "G3State",
+    "JurorProblem",
+    "check_stats",
+    "g2_step",
+    "g3_init",
+    "g3_step",
+    "juror_g1",
+]
 
 #: Variants of Alg. 1 by their blocks (Vora et al., Sec. 4: "A: G1 + G2 + G3,
 #: B: G1 + G3, C: G1 + G2").
@@ -111,6 +117,11 @@ class JurorProblem:
     weights : ndarray, shape (P,)
         Weight of each pair in the objectives (uniform, summing to one: eq. (7) sums
         the pairs with equal weight).
+    n_samples : int
+        Rows behind the statistics.
+    floor : float
+        :math:`J` at or below this is an exact fit (``OBJECTIVE_FLOOR`` times
+        :math:`\sum_p w_p \|y_p\|^2`).
 
     Examples
     --------
@@ -138,6 +149,7 @@ class JurorProblem:
             )
         self.pairs = [tuple(int(v) for v in proj.pairs[p]) for p in keep]
         self.counts = np.asarray(stats.counts)[keep]
+        self.n_samples = stats.n_samples
         self.weights = np.full(len(self.pairs), 1.0 / len(self.pairs))
         blocks, b_all, rows, cols, sizes = [], [], [], [], []
         self.eig = []
@@ -162,6 +174,7 @@ class JurorProblem:
         self.entry_weight = np.repeat(self.weights, self.sizes)
         self.q = sp.block_diag(blocks, format="csr")
         self.b = np.concatenate(b_all)
+        self.floor = OBJECTIVE_FLOOR * float(self.weights @ self.c)
 
     # -- helpers -----------------------------------------------------------------
     def gather(self, joint: np.ndarray) -> np.ndarray:
@@ -234,7 +247,7 @@ class JurorProblem:
 
 
 # ------------------------------------------------------------------------- assembly
-def _as_pairwise(prob: JurorProblem, z: np.ndarray, n_samples: int) -> PairwiseMarginals:
+def _as_pairwise(prob: JurorProblem, z: np.ndarray) -> PairwiseMarginals:
     """PairwiseMarginals holding the pair blocks ``z`` (the virtual matrix of line 3)."""
     n_cat = prob.n_categories
     n_vars = n_cat.size
@@ -255,10 +268,22 @@ def _as_pairwise(prob: JurorProblem, z: np.ndarray, n_samples: int) -> PairwiseM
         blk = slice(int(prob.offsets[n]), int(prob.offsets[n + 1]))
         joint[blk, blk] = np.diag(pmf)
         counts[n, n] = counts[n].max()
-    return PairwiseMarginals(n_cat, prob.offsets, joint, counts, n_samples)
+    return PairwiseMarginals(n_cat, prob.offsets, joint, counts, prob.n_samples)
 
 
-def _check_stats(data_or_stats, n_projections, n_bins, rng, owner) -> ProjectionMarginals:
+def check_stats(data_or_stats, n_projections, n_bins, rng, owner) -> ProjectionMarginals:
+    """JUROR's statistics: ``data_or_stats`` itself, or drawn from raw data.
+
+    With raw codes, ``n_projections`` random directions per pair (default
+    ``DEFAULT_N_PROJECTIONS``) and ``n_bins`` bins are drawn from ``rng`` and the
+    projection PMFs computed; with ProjectionMarginals both must be None.
+
+    Raises
+    ------
+    DataValidationError
+        PairwiseMarginals, malformed data, fewer than two variables, or
+        ``n_projections`` / ``n_bins`` given with ProjectionMarginals.
+    """
     if isinstance(data_or_stats, ProjectionMarginals):
         if n_projections is not None or n_bins is not None:
             raise DataValidationError(
@@ -300,275 +325,177 @@ def _project_factors(stacked: np.ndarray, weights: np.ndarray, offsets) -> tuple
     return out, project_simplex(weights)
 
 
-def _accelerated_pg(prob: JurorProblem, a, lam, *, max_iter, tol, progressbar):
-    """G3: accelerated projected gradient on ``J`` with backtracking and restart.
-
-    Returns ``((a, lam), trace, n_iter, converged)``; ``trace`` holds ``J`` at the start
-    and after every accepted step (non-increasing).
-    """
-    x_a, x_l = a.copy(), lam.copy()
-    y_a, y_l = x_a, x_l
-    f_x = prob.value(x_l, x_a)
-    trace = [f_x]
-    lipschitz = INITIAL_LIPSCHITZ * prob.n_projections
-    t = 1.0
-    small = 0
-    n_iter = 0
-    floor = OBJECTIVE_FLOOR * float(prob.weights @ prob.c)
-    converged = f_x <= floor
-    with progress_bar(max_iter, "JUROR G3", enabled=bool(progressbar)) as bar:
-        while n_iter < max_iter and not converged:
-            n_iter += 1
-            f_y, g_a, g_l = prob.value_and_grad(y_l, y_a)
-            for _ in range(MAX_BACKTRACK):
-                c_a, c_l = _project_factors(
-                    y_a - g_a / lipschitz, y_l - g_l / lipschitz, prob.offsets
-                )
-                f_c = prob.value(c_l, c_a)
-                d_a, d_l = c_a - y_a, c_l - y_l
-                bound = (
-                    f_y
-                    + np.sum(g_a * d_a)
-                    + np.sum(g_l * d_l)
-                    + 0.5 * lipschitz * (np.sum(d_a * d_a) + np.sum(d_l * d_l))
-                )
-                if f_c <= bound:
-                    break
-                lipschitz *= STEP_GROW
-            if f_c > f_x:
-                if t == 1.0:  # a plain gradient step from x fails: no descent left
-                    converged = True
-                    break
-                t = 1.0  # momentum overshot: restart from the last iterate
-                y_a, y_l = x_a, x_l
-                continue
-            t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-            beta = (t - 1.0) / t_new
-            y_a, y_l = c_a + beta * (c_a - x_a), c_l + beta * (c_l - x_l)
-            decrease = f_x - f_c
-            x_a, x_l, f_x, t = c_a, c_l, f_c, t_new
-            lipschitz *= STEP_SHRINK ** (1 / 8)  # let the step grow back slowly
-            trace.append(f_x)
-            bar.update()
-            bar.set_postfix(objective=f_x)
-            small = small + 1 if decrease <= tol * trace[-2] else 0
-            converged = small >= PATIENCE or f_x <= floor
-    return (x_a, x_l), np.asarray(trace), n_iter, converged
-
-
-# ----------------------------------------------------------------------------- JUROR
-def juror(
-    data_or_stats,
-    rank: int,
-    *,
-    variant: str = "a",
-    n_projections: int | None = None,
-    n_bins: int | None = None,
-    rho: float | None = None,
-    max_iter: int = 2000,
-    g2_max_iter: int = 20,
-    tol: float = 1e-6,
-    random_state=None,
-    progressbar: bool = False,
-) -> tuple[LatentClassParams, dict]:
-    r"""Latent-class PMF from one-way PMFs of random projections (JUROR, Alg. 1).
-
-    Parameters
-    ----------
-    data_or_stats : CategoricalData, array_like of int (S, N), or ProjectionMarginals
-        Raw codes (``-1`` for missing; pairwise deletion) from which JUROR draws
-        ``n_projections`` random directions per pair and computes the projection PMFs,
-        or precomputed :class:`~bayespmf.marginals.ProjectionMarginals`.
-    rank : int
-        Number of latent classes F, in ``[1, max_identifiable_rank(n_categories)]``
-        (CNMF-SPA inside G1/G2 needs a split of the variables with at least F
-        categories on each side).
-    variant : {"a", "b", "c"}, default "a"
-        "a": G1 + G2 + G3 (JUROR), "b": G1 + G3, "c": G1 + G2 (Sec. 4).
-    n_projections : int, optional
-        M, only with raw data; default 200 (the paper's).
-    n_bins : int, optional
-        Bins of every projection PMF, only with raw data; default ``max(I_j, I_k)``
-        per pair (the paper's :math:`Y_{jk} \in \mathbb{R}^{M \times I}`). With
-        that default and an even alphabet size the Radon transform of a pair is not
-        injective (see Notes); ``2 * I`` bins make it so.
-    rho : float, optional
-        Penalty :math:`\rho` of :math:`J_1` (eq. (8)) in G2; default ``0.1 * M``.
-    max_iter : int, default 2000
-        Maximum iterations of G3 (accelerated projected-gradient steps).
-    g2_max_iter : int, default 20
-        Maximum G2 iterations (Z update + CNMF-SPA refit).
-    tol : float, default 1e-6
-        G2 stops when an iteration changes :math:`J_1` by less than ``tol`` times its
-        value, G3 after ``PATIENCE`` consecutive steps that lower :math:`J` by less
-        than that (or when :math:`J` falls to ``OBJECTIVE_FLOOR`` times
-        :math:`\sum_p w_p \|y_p\|^2`, or no descent step exists).
-    random_state : None, int or numpy.random.Generator
-        Seeds the projections (raw data) and CNMF-SPA's random splits.
-    progressbar : bool, default False
+# ------------------------------------------------------------------ G1, G2 and G3
+def juror_g1(prob: JurorProblem, rank: int, random_state=None):
+    """G1 (Alg. 1, lines 2-4): least-squares Radon inversion, then CNMF-SPA.
 
     Returns
     -------
-    params : LatentClassParams
-    info : dict
-        ``variant``, ``projections`` (the RandomProjections used), ``pairwise`` (the
-        G1 estimate of the pairwise marginals, a PairwiseMarginals), ``spa`` (the
-        G1 CNMF-SPA info), ``g2_objective`` (:math:`J_1` after every G2 iteration),
-        ``g3_objective`` (:math:`J` at the start of G3 and after every accepted step),
-        ``objective`` (final :math:`J`), ``n_iter`` (G3 iterations), ``converged``.
-
-    Raises
-    ------
-    DataValidationError
-        Malformed data, fewer than two variables, no co-observed pair, or ``rank``
-        above what the pairwise marginals identify; ``n_projections`` given with
-        ProjectionMarginals.
-    ValueError
-        Unknown ``variant`` or a malformed numeric argument.
-
-    Warns
-    -----
-    ConvergenceWarning
-        When G3 uses ``max_iter`` sweeps without meeting ``tol``.
-
-    Notes
-    -----
-    With :math:`Q_{jk} = \mathfrak{R}^\top\mathfrak{R}` and
-    :math:`b_{jk} = \mathfrak{R}^\top Y_{jk}` for each pair (built once, see
-    :class:`JurorProblem`):
-
-    * G1 (lines 2-4): :math:`Z_{jk} = Q_{jk}^{+} b_{jk}`, the minimum-norm
-      least-squares inverse of the Radon transform (one eigendecomposition per pair,
-      reused by G2), projected onto the simplex (a PMF; the projection is the identity
-      for exact statistics); then CNMF-SPA on the assembled virtual matrix
-      (:func:`~bayespmf.kernels.cnmf.cnmf_spa`, which also chooses the split
-      :math:`S_1, S_2`).
-    * G2 (lines 6-13): :math:`Z_{jk} = (Q_{jk} + \rho I)^{-1}(b_{jk} + \rho\,
-      A_j D(\lambda) A_k^\top)` (line 8, same eigendecomposition), projected onto the
-      simplex, then CNMF-SPA with the split of G1 fixed (line 10). Stops when
-      :math:`J_1` changes by less than ``tol`` relatively (line 12 tests
-      :math:`J_1 < \epsilon`, which noisy statistics never meet); the iterate with
-      the lowest :math:`J_1` is kept.
-    * G3 (lines 15-20): projected gradient on :math:`J` of eq. (7) over
-      :math:`A_1, \dots, A_N, \lambda` (the text says G3 descends the original
-      objective J; line 17 writes :math:`\partial J_1`, which at the end of G2 differs
-      only by the coupling term), every column projected onto the simplex
-      (:func:`~bayespmf.kernels.simplex.project_simplex`). Two departures from the
-      block-cyclic lines 16-18, both measured: all blocks take one joint step, with
-      Nesterov momentum (FISTA) and a backtracked step size ("adaptive step size"),
-      restarted whenever the objective would rise. On exact statistics of a
-      5-variable problem, block-cyclic steps left J at 1.7e-6 after 3000 sweeps;
-      the accelerated joint steps reached 3e-12 in 1000 iterations.
-
-    **Identifiability of G1.** With :func:`~bayespmf.marginals.random_projections`'
-    binning into ``B = max(I_j, I_k)`` equal bins, an even ``I_j = I_k = I`` leaves
-    the checkerboard on the central 2 x 2 cells of :math:`Z_{jk}` invisible to every
-    direction (the two cells on each side of the centre always share a bin), so
-    :math:`Q_{jk}` has rank :math:`I^2 - 1` (checked for I = 4, 6, 10; odd I and
-    ``n_bins = 2 I`` give full rank). G1 then returns the minimum-norm solution; the
-    low-rank coupling of G2/G3 resolves the missing direction.
-
-    Pairs never co-observed (possible with missing entries) drop out of every
-    objective; the others weigh equally, as in eq. (7).
-
-    **Implementation (measured).** The objective and gradient of G3 are vectorized
-    NumPy/SciPy: the model of all pairs is one product :math:`A D A^\top`, its pair
-    blocks are gathered into one vector and multiplied by the block-diagonal sparse
-    :math:`Q`. At the Table 1 size (N = 6, I = 10, F = 25, M = 200: 15 pairs,
-    1500 unknowns; 2-core development machine, mean of 2000 calls) one
-    value-and-gradient call takes 275 us; the same computation as a compiled
-    PyTensor graph (``pytensor.sparse.structured_dot``, gradient by
-    ``pytensor.grad``; same values to rounding) takes 796 us, so NumPy is used.
-
-    Examples
-    --------
-    >>> from bayespmf.marginals import PairwiseMarginals, random_projections
-    >>> A = [np.array([[0.8, 0.0], [0.2, 0.3], [0.0, 0.7]])] * 4
-    >>> pop = PairwiseMarginals.from_params([0.4, 0.6], A)
-    >>> stats = ProjectionMarginals.from_pairwise(
-    ...     pop, random_projections([3] * 4, 20, random_state=0))
-    >>> params, info = juror(stats, 2, random_state=0)
-    >>> np.sort(params.weights).round(4)
-    array([0.4, 0.6])
+    weights, factors_stacked : ndarray
+        The CNMF-SPA estimate.
+    pairwise : PairwiseMarginals
+        The estimated pairwise marginals (the virtual matrix of line 3).
+    spa_info : dict
+        CNMF-SPA's info (its ``"split"`` is kept fixed by G2).
     """
-    owner = "juror"
-    if not isinstance(variant, str) or variant.lower() not in VARIANTS:
-        raise ValueError(
-            f"The 'variant' parameter of {owner} must be 'a' (G1+G2+G3), 'b' (G1+G3) or "
-            f"'c' (G1+G2). Got {variant!r}."
-        )
-    variant = variant.lower()
-    blocks = VARIANTS[variant]
-    max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
-    g2_max_iter = check_int(g2_max_iter, "g2_max_iter", owner=owner, low=1)
-    tol = check_float(tol, "tol", owner=owner, low=0.0)
-    rng = check_random_state(random_state)
-    stats = _check_stats(data_or_stats, n_projections, n_bins, rng, owner)
-    n_cat = np.asarray(stats.projections.n_categories)
-    rank = _check_rank(rank, n_cat, owner)
-    m_proj = stats.projections.n_projections
-    if rho is None:
-        rho = DEFAULT_RHO_PER_PROJECTION * m_proj
-    rho = check_float(rho, "rho", owner=owner, low=0.0, low_open=True)
-    prob = JurorProblem(stats)
-
-    # ---- G1: least-squares Radon inversion, then CNMF-SPA (lines 2-4)
     z = prob.solve(0.0)
-    pairwise = _as_pairwise(prob, z, stats.n_samples)
-    params, spa_info = cnmf_spa(pairwise, rank, random_state=rng)
-    split = spa_info["split"]
-    lam, a = params.weights, stack_factors(params.factors)
+    pairwise = _as_pairwise(prob, z)
+    params, spa_info = cnmf_spa(pairwise, rank, random_state=random_state)
+    return params.weights, stack_factors(params.factors), pairwise, spa_info
 
-    # ---- G2: penalized Z update + CNMF-SPA refit (lines 6-13)
-    g2_trace = []
-    if "G2" in blocks:
-        best = None
-        for _ in range(g2_max_iter):
-            m = prob.gather((a * lam) @ a.T)
-            z = prob.solve(rho, m)
-            pw = _as_pairwise(prob, z, stats.n_samples)
-            try:
-                p_new, _ = cnmf_spa(pw, rank, split=split, random_state=rng)
-            except DataValidationError:  # the fixed split no longer supports the rank
-                break
-            lam, a = p_new.weights, stack_factors(p_new.factors)
-            m = prob.gather((a * lam) @ a.T)
-            f = prob.data_misfit(z) + rho * float(
-                prob.weights @ np.add.reduceat((z - m) ** 2, prob.starts[:-1])
-            )
-            g2_trace.append(f)
-            if best is None or f < best[0]:
-                best = (f, lam, a)
-            if len(g2_trace) > 1 and abs(g2_trace[-2] - f) <= tol * abs(g2_trace[-2]):
-                break
-        if best is not None:
-            _, lam, a = best
 
-    # ---- G3: projected gradient on J (lines 15-20)
-    g3_trace = [prob.value(lam, a)]
-    converged = True
-    n_iter = 0
-    if "G3" in blocks:
-        (a, lam), g3_trace, n_iter, converged = _accelerated_pg(
-            prob, a, lam, max_iter=max_iter, tol=tol, progressbar=progressbar
+class G2State(NamedTuple):
+    """One G2 iterate: the CNMF-SPA refit and its :math:`J_1` (``nan`` before any)."""
+
+    weights: np.ndarray
+    factors_stacked: np.ndarray
+    misfit: float
+
+
+class G2Info(NamedTuple):
+    """What one :func:`g2_step` reports.
+
+    Attributes
+    ----------
+    objective : float
+        Minus :math:`J_1` of the state the step was given (``nan`` for G1's output).
+    n_evals : int
+        Refits (1).
+    misfit : float
+        :math:`J_1` after the step (``nan`` when it failed).
+    failed : bool
+        The fixed split no longer supports the rank (the state is unchanged).
+    """
+
+    objective: float
+    n_evals: int
+    misfit: float
+    failed: bool
+
+
+def g2_step(state: G2State, prob: JurorProblem, rho: float, split, random_state=None):
+    r"""One G2 iteration (Alg. 1, lines 6-13): penalized Z update, CNMF-SPA refit.
+
+    :math:`Z_{jk} = (Q_{jk} + \rho I)^{-1}(b_{jk} + \rho\, A_j D(\lambda) A_k^\top)`,
+    projected onto the simplex, then CNMF-SPA with ``split`` fixed; :math:`J_1`
+    (eq. (8)) of the result. Returns ``(G2State, G2Info)``.
+    """
+    lam, a = state.weights, state.factors_stacked
+    m = prob.gather((a * lam) @ a.T)
+    z = prob.solve(rho, m)
+    pw = _as_pairwise(prob, z)
+    try:
+        p_new, _ = cnmf_spa(pw, lam.size, split=split, random_state=random_state)
+    except DataValidationError:  # the fixed split no longer supports the rank
+        return state, G2Info(-state.misfit, 1, np.nan, True)
+    lam, a = p_new.weights, stack_factors(p_new.factors)
+    m = prob.gather((a * lam) @ a.T)
+    f = prob.data_misfit(z) + rho * float(
+        prob.weights @ np.add.reduceat((z - m) ** 2, prob.starts[:-1])
+    )
+    return G2State(lam, a, f), G2Info(-state.misfit, 1, f, False)
+
+
+class G3State(NamedTuple):
+    r"""One iterate of G3's accelerated projected gradient (FISTA with restart).
+
+    Attributes
+    ----------
+    factors_stacked, weights : ndarray
+        The iterate ``x`` (stacked factors, :math:`\lambda`).
+    momentum_factors, momentum_weights : ndarray
+        The extrapolated point ``y`` the next gradient step starts from.
+    misfit : float
+        :math:`J` at ``x``.
+    t : float
+        FISTA's momentum parameter (1 after a restart).
+    lipschitz : float
+        The current backtracked Lipschitz estimate.
+    n_small : int
+        Consecutive accepted steps that lowered :math:`J` by at most ``tol`` relative.
+    """
+
+    factors_stacked: np.ndarray
+    weights: np.ndarray
+    momentum_factors: np.ndarray
+    momentum_weights: np.ndarray
+    misfit: float
+    t: float
+    lipschitz: float
+    n_small: int
+
+
+class G3Info(NamedTuple):
+    """What one :func:`g3_step` reports.
+
+    Attributes
+    ----------
+    objective : float
+        Minus :math:`J` of the state the step was given.
+    n_evals : int
+        Gradient steps (1).
+    misfit : float
+        :math:`J` after the step.
+    accepted : bool
+        Whether the step moved ``x`` (else the momentum was restarted, or stalled).
+    stalled : bool
+        A plain gradient step from ``x`` would raise :math:`J`: no descent is left.
+    n_small : int
+        As :attr:`G3State.n_small` after the step.
+    """
+
+    objective: float
+    n_evals: int
+    misfit: float
+    accepted: bool
+    stalled: bool
+    n_small: int
+
+
+def g3_init(prob: JurorProblem, weights, factors_stacked) -> G3State:
+    """G3's starting state at ``(weights, factors_stacked)`` (copied)."""
+    x_a, x_l = factors_stacked.copy(), weights.copy()
+    lipschitz = INITIAL_LIPSCHITZ * prob.n_projections
+    return G3State(x_a, x_l, x_a, x_l, prob.value(x_l, x_a), 1.0, lipschitz, 0)
+
+
+def g3_step(state: G3State, prob: JurorProblem, tol: float):
+    """One G3 step (Alg. 1, lines 15-20): accelerated projected gradient on ``J``.
+
+    A gradient step from the momentum point ``y`` with a backtracked step size; if
+    it raises :math:`J` above ``x``'s, the momentum restarts from ``x`` (and if ``x``
+    was the start point already, no descent is left: ``stalled``). ``tol`` counts the
+    accepted steps that lower :math:`J` by at most ``tol`` relative (``n_small``).
+    Returns ``(G3State, G3Info)``.
+    """
+    x_a, x_l, y_a, y_l, f_x, t, lipschitz, small = state
+    f_y, g_a, g_l = prob.value_and_grad(y_l, y_a)
+    for _ in range(MAX_BACKTRACK):
+        c_a, c_l = _project_factors(
+            y_a - g_a / lipschitz, y_l - g_l / lipschitz, prob.offsets
         )
-        if not converged:
-            warnings.warn(
-                f"{owner} (G3) stopped after max_iter={max_iter} iterations without "
-                f"meeting tol={tol}. Increase 'max_iter' or loosen 'tol'.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-    params = LatentClassParams(lam.copy(), split_factors(a, n_cat))
-    info = {
-        "variant": variant,
-        "projections": stats.projections,
-        "pairwise": pairwise,
-        "spa": spa_info,
-        "g2_objective": np.asarray(g2_trace),
-        "g3_objective": np.asarray(g3_trace),
-        "objective": prob.value(lam, a),
-        "n_iter": n_iter,
-        "converged": converged,
-    }
-    return params, info
+        f_c = prob.value(c_l, c_a)
+        d_a, d_l = c_a - y_a, c_l - y_l
+        bound = (
+            f_y
+            + np.sum(g_a * d_a)
+            + np.sum(g_l * d_l)
+            + 0.5 * lipschitz * (np.sum(d_a * d_a) + np.sum(d_l * d_l))
+        )
+        if f_c <= bound:
+            break
+        lipschitz *= STEP_GROW
+    if f_c > f_x:
+        # t = 1: a plain gradient step from x fails, no descent left; else the
+        # momentum overshot: restart from the last iterate
+        stalled = t == 1.0
+        new = state._replace(momentum_factors=x_a, momentum_weights=x_l, t=1.0)
+        new = new._replace(lipschitz=lipschitz)
+        return new, G3Info(-f_x, 1, f_x, False, stalled, small)
+    t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+    beta = (t - 1.0) / t_new
+    y_a, y_l = c_a + beta * (c_a - x_a), c_l + beta * (c_l - x_l)
+    small = small + 1 if f_x - f_c <= tol * f_x else 0
+    lipschitz *= STEP_SHRINK ** (1 / 8)  # let the step grow back slowly
+    new = G3State(c_a, c_l, y_a, y_l, f_c, t_new, lipschitz, small)
+    return new, G3Info(-f_x, 1, f_c, True, False, small)

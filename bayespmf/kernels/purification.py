@@ -9,6 +9,9 @@ From a warm start, Alg. 1 alternates
 * **update**: :math:`A \leftarrow (1 - \eta) A + r\eta\,\hat E[(y - y')(x - x')^\top]`
   over independent uniform pairs of data points.
 
+One iteration is :func:`purification_step`; ``bayespmf.fit.purification.purification``
+runs T of them under the one loop.
+
 References
 ----------
 .. [1] Y. Li, Y. Liang, A. Risteski, "Recovery guarantee of non-negative matrix
@@ -17,19 +20,24 @@ References
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from bayespmf._progress import progress_bar
-from bayespmf._validation import DataValidationError, check_float, check_int
-from bayespmf._validation import check_random_state as _rng
+from bayespmf._validation import DataValidationError
 
 __all__ = [
+    "PurificationInfo",
+    "PurificationProblem",
+    "PurificationState",
     "balance_columns",
+    "check_matrix",
+    "decoding_spread",
     "min_inf_pinv",
     "pair_moment",
-    "purification",
+    "purification_step",
     "relu_decode",
 ]
 
@@ -39,7 +47,14 @@ __all__ = [
 RANK_RTOL = 1e-10
 
 
-def _check_matrix(a, name: str, owner: str, ndim: int = 2) -> np.ndarray:
+def check_matrix(a, name: str, owner: str, ndim: int = 2) -> np.ndarray:
+    """``a`` as a finite, non-empty float array of ``ndim`` dimensions.
+
+    Raises
+    ------
+    DataValidationError
+        Otherwise (the message names ``name`` and ``owner``).
+    """
     arr = np.asarray(a, dtype=np.float64)
     if arr.ndim != ndim or arr.size == 0 or not np.all(np.isfinite(arr)):
         raise DataValidationError(
@@ -90,7 +105,7 @@ def min_inf_pinv(a, *, method: str = "min-inf") -> np.ndarray:
     (True, 1.0)
     """
     owner = "min_inf_pinv"
-    a = _check_matrix(a, "a", owner)
+    a = check_matrix(a, "a", owner)
     m, n = a.shape
     if m < n:
         raise DataValidationError(
@@ -191,135 +206,92 @@ def balance_columns(y, a, alpha: float, *, method: str = "min-inf") -> np.ndarra
     return np.where(ok, np.sqrt(np.where(ok, second, target) / target), 1.0)
 
 
-def purification(
-    y,
-    init,
-    *,
-    n_iter: int = 100,
-    eta: float = 0.1,
-    alpha: float = 0.1,
-    r: float | None = None,
-    balance: bool = True,
-    batch_size: int | None = None,
-    pinv_method: str = "min-inf",
-    random_state=None,
-    progressbar: bool = False,
-) -> tuple[np.ndarray, dict]:
-    r"""Feature matrix of :math:`Y \approx A X` by the purification algorithm (Alg. 1).
+def decoding_spread(y, a, alpha: float, *, method: str = "min-inf") -> float:
+    r"""Mean diagonal of :math:`A^\dagger \hat E[(y - y')(x - x')^\top]` at ``a``.
 
-    Parameters
-    ----------
-    y : array_like, shape (S, m)
-        Data points :math:`y = A^* x^* + \nu`, one per row.
-    init : array_like, shape (m, n)
-        Warm start :math:`A^{(0)}` (Assumption (A3): each column mostly its own
-        ground-truth feature), e.g. SPA on the data points. Not modified.
-    n_iter : int, default 100
-        Iterations T.
-    eta : float, default 0.1
-        Step size :math:`\eta \in (0, 1]`.
-    alpha : float, default 0.1
-        ReLU offset :math:`\alpha \ge 0`.
-    r : float, optional
-        Scaling factor; default :math:`n / \mathrm{tr}(A^\dagger \hat E[(y - y')
-        (x - x')^\top])` at the (balanced) warm start: the update term
-        :math:`r \hat E[\cdot]` then has, on average over columns, the scale of
-        :math:`A` (its coefficient on each column of :math:`A` is 1 when :math:`A` is
-        the truth), so the iterates keep their scale.
-    balance : bool, default True
-        Rescale the columns first so that the decoded weights have equal second
-        moments (:func:`balance_columns`), and undo the scaling at the end.
-    batch_size : int, optional
-        Rows drawn (without replacement) per iteration (line 2); all rows by default.
-    pinv_method : {"min-inf", "moore-penrose"}, default "min-inf"
-    random_state : None, int or numpy.random.Generator
-        Seeds the batches.
-    progressbar : bool, default False
-
-    Returns
-    -------
-    a : ndarray, shape (m, n)
-        :math:`A^{(T)}` (balancing undone).
-    info : dict
-        ``r`` (the scaling used), ``scale`` (the balancing diagonal D, ones when
-        ``balance=False``), ``change`` (``||A^{(t+1)} - A^{(t)}||_1`` per iteration,
-        max column :math:`\ell_1` norm).
-
-    Raises
-    ------
-    DataValidationError
-        Malformed ``y`` or ``init``, mismatched shapes, dependent columns.
-    ValueError
-        A parameter outside its range.
-
-    Notes
-    -----
-    Line 3 decodes with :func:`min_inf_pinv` and :func:`relu_decode`; line 4's
-    expectation over independent uniform pairs is computed exactly
-    (:func:`pair_moment`). With exact decoding and no noise,
-    :math:`\hat E[(y - y')(x - x')^\top] = 2 A^* \mathrm{Cov}(x^*)` (Sec. 4), so ``r``
-    converts it back to feature scale; Theorem 1 leaves ``r`` (and :math:`\alpha,
-    \eta`) as constants "that exist", hence the data-driven default. The balancing
-    step follows the idea of Sec. 6 (solve :math:`Y \approx [A^* D][D^{-1} X]` with
-    :math:`E[(x^*_i)^2] / D_{ii}^2` within a factor 2 of each other); its procedure
-    is in the paper's appendix, not in our copy: we estimate the second moments from
-    the warm start's decodings and scale so that the smallest stays put (the
-    rescaled weights stay in :math:`[0, 1]` as (A2) requires), then return
-    :math:`A D^{-1}`.
+    With exact decoding this is the average second moment scale of the weights that
+    the update term carries; its inverse is purification's default ``r``.
 
     Examples
     --------
-    >>> from bayespmf.datasets._simulate_nmf import make_purification_data
-    >>> Y, truth = make_purification_data(20000, 20, 10, random_state=0)
-    >>> a, info = purification(Y, truth.init, n_iter=40, eta=0.3, alpha=0.2,
-    ...                        pinv_method="moore-penrose")
-    >>> def err(a):  # max column l1 error after l1 normalization (Theorem 1 remark)
-    ...     return np.abs(a / a.sum(axis=0) - truth.components).sum(axis=0).max()
-    >>> round(float(err(truth.init)), 3), round(float(err(a)), 3)
-    (0.063, 0.023)
+    >>> y = np.array([[2.0, 0.0], [0.0, 1.0], [2.0, 1.0]])
+    >>> round(decoding_spread(y, np.eye(2), 0.0), 4)
+    1.1111
     """
-    owner = "purification"
-    y = _check_matrix(y, "y", owner)
-    a = _check_matrix(init, "init", owner).copy()
-    if a.shape[0] != y.shape[1]:
-        raise DataValidationError(
-            f"The 'init' of {owner} must have one row per feature of 'y' "
-            f"({y.shape[1]}). Got shape {a.shape}."
-        )
-    n_iter = check_int(n_iter, "n_iter", owner=owner, low=1)
-    eta = check_float(eta, "eta", owner=owner, low=0.0, high=1.0, low_open=True)
-    alpha = check_float(alpha, "alpha", owner=owner, low=0.0)
-    if r is not None:
-        r = check_float(r, "r", owner=owner, low=0.0, low_open=True)
-    if batch_size is not None:
-        batch_size = check_int(
-            batch_size, "batch_size", owner=owner, low=2, high=y.shape[0]
-        )
-    rng = _rng(random_state)
-    scale = (
-        balance_columns(y, a, alpha, method=pinv_method) if balance else np.ones(a.shape[1])
-    )
-    a = a * scale
-    if r is None:
-        pinv0 = min_inf_pinv(a, method=pinv_method)
-        # mean diagonal of A^+ Ehat[(y - y')(x - x')^T] = Ehat[(A^+ y - A^+ y')(x - x')^T]
-        spread = np.mean(np.diag(pair_moment(y @ pinv0.T, relu_decode(y, pinv0, alpha))))
-        if spread <= 0:
-            raise DataValidationError(
-                f"Every decoding of the warm start is constant (alpha={alpha} too large "
-                f"or 'init' unrelated to 'y'), so {owner} cannot set 'r'. Lower 'alpha' "
-                "or pass 'r'."
-            )
-        r = 1.0 / spread
-    change = []
-    with progress_bar(n_iter, "Purification", enabled=bool(progressbar)) as bar:
-        for _ in range(n_iter):
-            batch = (
-                y if batch_size is None else y[rng.choice(y.shape[0], batch_size, False)]
-            )
-            x = relu_decode(batch, min_inf_pinv(a, method=pinv_method), alpha)  # line 3
-            new = (1.0 - eta) * a + r * eta * pair_moment(batch, x)  # line 4
-            change.append(float(np.abs(new - a).sum(axis=0).max()))
-            a = new
-            bar.update()
-    return a / scale, {"r": r, "scale": scale, "change": np.asarray(change)}
+    pinv = min_inf_pinv(a, method=method)
+    # A^+ Ehat[(y - y')(x - x')^T] = Ehat[(A^+ y - A^+ y')(x - x')^T]
+    return float(np.mean(np.diag(pair_moment(y @ pinv.T, relu_decode(y, pinv, alpha)))))
+
+
+class PurificationProblem(NamedTuple):
+    """The data and settings of a purification run (Alg. 1).
+
+    Attributes
+    ----------
+    y : ndarray, shape (S, m)
+        The data points.
+    eta, alpha, r : float
+        Step size, ReLU offset and scaling factor.
+    batch_size : int or None
+        Rows drawn per iteration; all when None.
+    pinv_method : str
+        The left inverse used to decode (:func:`min_inf_pinv`).
+    """
+
+    y: np.ndarray
+    eta: float
+    alpha: float
+    r: float
+    batch_size: int | None
+    pinv_method: str
+
+
+class PurificationState(NamedTuple):
+    """One purification iterate: the features and the batch generator.
+
+    The generator is advanced by every step that draws a batch.
+    """
+
+    components: np.ndarray
+    rng: np.random.Generator
+
+
+class PurificationInfo(NamedTuple):
+    """What one :func:`purification_step` reports.
+
+    Attributes
+    ----------
+    objective : float
+        Minus ``change``: Alg. 1 has no objective; its diagnostic is the update size.
+    n_evals : int
+        Iterations (1).
+    change : float
+        ``||A^{(t+1)} - A^{(t)}||_1`` (max column l1 norm).
+    """
+
+    objective: float
+    n_evals: int
+    change: float
+
+
+def purification_step(
+    state: PurificationState, problem: PurificationProblem
+) -> tuple[PurificationState, PurificationInfo]:
+    """One iteration of Alg. 1: decode (line 3), then update the features (line 4).
+
+    Examples
+    --------
+    >>> y = np.array([[2.0, 0.0], [0.0, 1.0], [2.0, 1.0]])
+    >>> problem = PurificationProblem(y, 0.1, 0.0, 0.9, None, "min-inf")
+    >>> state, info = purification_step(PurificationState(np.eye(2), None), problem)
+    >>> round(info.change, 4)
+    0.1
+    """
+    a, rng = state
+    y = problem.y
+    if problem.batch_size is not None:  # line 2
+        y = y[rng.choice(y.shape[0], problem.batch_size, False)]
+    x = relu_decode(y, min_inf_pinv(a, method=problem.pinv_method), problem.alpha)
+    new = (1.0 - problem.eta) * a + problem.r * problem.eta * pair_moment(y, x)
+    change = float(np.abs(new - a).sum(axis=0).max())
+    return PurificationState(new, rng), PurificationInfo(-change, 1, change)

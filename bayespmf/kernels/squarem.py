@@ -1,9 +1,10 @@
 r"""SQUAREM acceleration of fixed-point maps, generic and for the latent-class PMF EM.
 
-:func:`squarem` is the squared extrapolation of Varadhan & Roland (2008) for any
-fixed-point map on a flat vector, with their step lengths SqS1-SqS3 and the step-length
-safeguards of their reference implementation (R package ``SQUAREM``, ``squarem1`` /
-``squarem2``). :func:`squarem_pmf_step` is one iteration of SQUAREM-PMF (Chege, Grasis,
+:func:`squarem_step` is one cycle of the squared extrapolation of Varadhan & Roland
+(2008) for any fixed-point map on a flat vector, with their step lengths SqS1-SqS3 and
+the step-length safeguards of their reference implementation (R package ``SQUAREM``,
+``squarem1`` / ``squarem2``); ``bayespmf.fit.squarem.squarem`` runs it under the one
+loop. :func:`squarem_pmf_step` is one iteration of SQUAREM-PMF (Chege, Grasis,
 Yeredor & Haardt, Tables I-II), whose step length keeps ``lambda`` and every column of
 every ``A_n`` on the probability simplex and never lets the log-likelihood decrease.
 
@@ -29,28 +30,28 @@ References
 from __future__ import annotations
 
 import itertools
-import warnings
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-from bayespmf._progress import progress_bar
-from bayespmf._validation import ConvergenceWarning, check_float, check_int
 from bayespmf.kernels.simplex import project_simplex
 from bayespmf.pmf import offsets_of
 
 __all__ = [
-    "SquaremInfo",
+    "SCHEMES",
+    "SquaremOptions",
     "SquaremPMFStepInfo",
+    "SquaremState",
+    "SquaremStepInfo",
     "batched_squarem_pmf_step",
     "legal_step_length",
-    "squarem",
+    "squarem_init",
     "squarem_pmf_step",
+    "squarem_step",
 ]
 
 #: Step-length schemes of Varadhan & Roland (2008), Sec. 3 (positive-alpha convention).
-_SCHEMES = ("SqS1", "SqS2", "SqS3")
+SCHEMES = ("SqS1", "SqS2", "SqS3")
 
 #: The stabilizing map F(x') is skipped when |alpha - 1| is below this (then x' is
 #: already F(F(x))); the value of the R implementation.
@@ -69,185 +70,177 @@ _ROOT_SLACK = 1e-12
 _ROOT_BATCH = 64
 
 
-class SquaremInfo(NamedTuple):
-    """Diagnostics of :func:`squarem`.
+class SquaremState(NamedTuple):
+    """One iterate of generic SQUAREM (:func:`squarem_step`).
 
     Attributes
     ----------
-    n_evals : int
-        Evaluations of the fixed-point map.
-    n_objective_evals : int
-        Evaluations of the objective (0 without one).
+    x : ndarray, shape (p,)
+        The current point.
+    objective : float
+        The merit function at ``x`` as the last cycle left it (R's ``lold``; ``inf``
+        without a merit function).
+    step_min, step_max : float
+        The current bounds of the step length (adapted by ``mstep``).
+    n_evals, n_objective_evals : int
+        Evaluations of the map and of the merit function so far.
     n_iter : int
-        SQUAREM cycles.
-    converged : bool
-        Whether ``||F(x) - x|| < tol`` was reached within ``max_evals``.
-    objective_trace : ndarray
-        Objective after every cycle (empty without an objective).
+        Completed cycles (a cycle cut short by convergence or failure is not counted).
+    failed : bool
+        Whether the map returned a non-finite point (the iteration cannot go on).
     """
 
-    n_evals: int
-    n_objective_evals: int
-    n_iter: int
-    converged: bool
-    objective_trace: np.ndarray
+    x: np.ndarray
+    objective: float
+    step_min: float
+    step_max: float
+    n_evals: int = 0
+    n_objective_evals: int = 0
+    n_iter: int = 0
+    failed: bool = False
 
 
-def squarem(
-    fixed_point: Callable[[np.ndarray], np.ndarray],
-    x0,
-    objective: Callable[[np.ndarray], float] | None = None,
-    *,
-    scheme: str = "SqS3",
-    tol: float = 1e-7,
-    max_evals: int = 1500,
-    step_min: float = 1.0,
-    step_max0: float = 1.0,
-    mstep: float = 4.0,
-    objective_increase: float = 1.0,
-    progressbar: bool = False,
-):
-    """Find a fixed point of ``fixed_point`` by SQUAREM (Varadhan & Roland 2008).
+class SquaremOptions(NamedTuple):
+    """The fixed settings of a SQUAREM run (see ``bayespmf.fit.squarem.squarem``)."""
 
-    Parameters
+    scheme: str = "SqS3"
+    tol: float = 1e-7
+    max_evals: int = 1500
+    step_max0: float = 1.0
+    mstep: float = 4.0
+    objective_increase: float = 1.0
+
+
+class SquaremStepInfo(NamedTuple):
+    """What one :func:`squarem_step` reports.
+
+    Attributes
     ----------
-    fixed_point : callable
-        ``x -> F(x)`` on a flat float vector (e.g. one EM step).
-    x0 : array_like, shape (p,)
-        Starting point (not modified).
-    objective : callable, optional
-        Merit function to *minimize*, e.g. the negative log-likelihood of an EM. When
-        given, an extrapolated point that raises it by more than ``objective_increase``
-        is rejected for the plain double step ``F(F(x))``. Without one, only non-finite
-        points are rejected (R's ``squarem2``).
-    scheme : {"SqS1", "SqS2", "SqS3"}
-        Step length: ``-r'v / v'v``, ``-r'r / r'v`` or ``sqrt(r'r / v'v)``.
-    tol : float, default 1e-7
-        Stop when ``||F(x) - x||_2 < tol``.
-    max_evals : int, default 1500
-        Budget of fixed-point evaluations.
-    step_min, step_max0, mstep : float
-        Step-length bounds and their adaptation factor (R defaults): ``alpha`` is
-        clipped to ``[step_min, step_max]``; when it hits ``step_max`` the bound grows
-        by ``mstep``, and it shrinks back after a rejected step.
-    objective_increase : float, default 1.0
-        Allowed increase of the objective per cycle (R's ``objfn.inc``); 0 makes the
-        iteration monotone.
-    progressbar : bool, default False
+    objective : float
+        ``-||F(x) - x||_2`` of the point the step was given (``nan`` when ``F(x)`` is
+        not finite): the quantity R's stopping rule tests, as an objective to maximize.
+    n_evals : int
+        Map evaluations of the step (1 to 3).
+    residual : float
+        The last residual the step computed: ``||F(x) - x||``, or
+        ``||F(F(x)) - F(x)||`` once it mapped twice. Below ``tol`` the cycle stopped
+        early, at the converged point.
+    """
 
-    Returns
-    -------
-    x : ndarray, shape (p,)
-    info : SquaremInfo
+    objective: float
+    n_evals: int
+    residual: float
+
+
+def squarem_init(x0, objective=None, *, step_min: float = 1.0, step_max0: float = 1.0):
+    """The starting :class:`SquaremState` at ``x0`` (the merit function evaluated once).
 
     Raises
     ------
     ValueError
-        Bad ``scheme``, ``tol``, ``max_evals`` or ``x0``.
-
-    Warns
-    -----
-    ConvergenceWarning
-        When ``max_evals`` is exhausted before ``tol``.
-
-    Notes
-    -----
-    One cycle: ``x1 = F(x)``, ``x2 = F(x1)``, ``r = x1 - x``, ``v = x2 - 2 x1 + x``,
-    ``x' = F(x + 2 alpha r + alpha^2 v)`` (Varadhan & Roland eq. (9) and their global
-    safeguard; Chege et al. Table I steps 3-9 with ``alpha -> -alpha``).
+        ``x0`` empty or not finite.
 
     Examples
     --------
-    >>> x, info = squarem(lambda x: 0.5 * np.cos(x), np.zeros(1), tol=1e-12)
-    >>> round(float(x[0]), 8), info.converged
-    (0.45018361, True)
+    >>> squarem_init([1.0, 2.0], lambda x: float(x @ x)).objective
+    5.0
     """
-    if scheme not in _SCHEMES:
-        raise ValueError(
-            f"The 'scheme' parameter of squarem must be one of {list(_SCHEMES)}. "
-            f"Got {scheme!r}."
-        )
-    tol = check_float(tol, "tol", owner="squarem", low=0.0)
-    max_evals = check_int(max_evals, "max_evals", owner="squarem", low=2)
-    step_min = check_float(step_min, "step_min", owner="squarem")
-    step_max0 = check_float(step_max0, "step_max0", owner="squarem", low=0.0, low_open=True)
-    mstep = check_float(mstep, "mstep", owner="squarem", low=1.0)
     x = np.array(x0, dtype=float).ravel()
     if x.size == 0 or not np.all(np.isfinite(x)):
         raise ValueError("The 'x0' parameter of squarem must be a non-empty finite vector.")
+    if objective is None:
+        return SquaremState(x, np.inf, step_min, step_max0)
+    return SquaremState(x, float(objective(x)), step_min, step_max0, n_objective_evals=1)
 
-    step_max = step_max0
-    n_evals = n_obj = n_iter = 0
-    trace: list[float] = []
-    converged = False
-    lold = np.inf
-    if objective is not None:
-        lold = float(objective(x))
-        n_obj += 1
+
+def squarem_step(state: SquaremState, fixed_point, objective, options: SquaremOptions):
+    """One SQUAREM cycle (Varadhan & Roland 2008, with R ``SQUAREM``'s safeguards).
+
+    Parameters
+    ----------
+    state : SquaremState
+    fixed_point : callable
+        ``x -> F(x)`` on a flat float vector.
+    objective : callable or None
+        Merit function to minimize (see ``bayespmf.fit.squarem.squarem``).
+    options : SquaremOptions
+
+    Returns
+    -------
+    state : SquaremState
+    info : SquaremStepInfo
+
+    Notes
+    -----
+    ``x1 = F(x)``, ``x2 = F(x1)``, ``r = x1 - x``, ``v = x2 - 2 x1 + x``, then
+    ``x' = F(x + 2 alpha r + alpha^2 v)`` (Varadhan & Roland eq. (9) and their global
+    safeguard; Chege et al. Table I steps 3-9 with ``alpha -> -alpha``). The cycle stops
+    at ``x1`` (``x2``) when ``||r||`` (``||x2 - x1||``) is below ``options.tol``, and
+    at ``x`` when ``F(x)`` is not finite (``failed``). The stabilizing map is skipped
+    when the budget ``options.max_evals`` is spent, as in R.
+
+    Examples
+    --------
+    >>> state = squarem_init(np.zeros(1))
+    >>> state, info = squarem_step(state, lambda x: 0.5 * np.cos(x), None, SquaremOptions())
+    >>> state.n_iter, info.n_evals, round(float(state.x[0]), 4)  # alpha = 1: F(F(x))
+    (1, 2, 0.4388)
+    """
+    tol = options.tol
+    x, lold, step_min, step_max, n_evals, n_obj, n_iter, _ = state
 
     def fmap(y):
-        nonlocal n_evals
-        n_evals += 1
         return np.asarray(fixed_point(y), dtype=float).ravel()
 
-    with progress_bar(max_evals, "SQUAREM", enabled=progressbar) as bar:
-        while n_evals + 2 <= max_evals:
-            start = n_evals
-            x1 = fmap(x)
-            r = x1 - x
-            if not np.all(np.isfinite(x1)):
-                break
-            if np.sqrt(r @ r) < tol:
-                x, converged = x1, True
-                break
-            x2 = fmap(x1)
-            q2 = x2 - x1
-            if np.sqrt(q2 @ q2) < tol:
-                x, converged = x2, True
-                break
-            v = q2 - r
-            sr2, sv2, srv = r @ r, v @ v, r @ v
-            with np.errstate(divide="ignore", invalid="ignore"):
-                alpha = {
-                    "SqS1": -srv / sv2,
-                    "SqS2": -sr2 / srv,
-                    "SqS3": np.sqrt(sr2 / sv2),
-                }[scheme]
-            alpha = float(np.clip(alpha, step_min, step_max)) if np.isfinite(alpha) else 1.0
-            x_new = x + 2.0 * alpha * r + alpha**2 * v
-            if abs(alpha - 1.0) > _ALPHA_ONE_SLACK and n_evals < max_evals:
-                x_new = fmap(x_new)
-            rejected = not np.all(np.isfinite(x_new))
-            if objective is not None and not rejected:
-                lnew = float(objective(x_new))
-                n_obj += 1
-                rejected = not np.isfinite(lnew) or lnew > lold + objective_increase
-            if rejected:
-                x_new = x2
-                if objective is not None:
-                    lnew = float(objective(x2))
-                    n_obj += 1
-                if alpha == step_max:
-                    step_max = max(step_max0, step_max / mstep)
-                alpha = 1.0
-            if alpha == step_max:
-                step_max *= mstep
-            if step_min < 0 and alpha == step_min:
-                step_min *= mstep
-            x = x_new
-            if objective is not None:
-                lold = lnew
-                trace.append(lold)
-            n_iter += 1
-            bar.update(n_evals - start)
-    if not converged:
-        warnings.warn(
-            f"squarem did not reach tol={tol} within max_evals={max_evals} map "
-            "evaluations. Increase 'max_evals' or loosen 'tol'.",
-            ConvergenceWarning,
-            stacklevel=2,
+    x1 = fmap(x)
+    n_evals += 1
+    r = x1 - x
+    if not np.all(np.isfinite(x1)):
+        return state._replace(n_evals=n_evals, failed=True), SquaremStepInfo(
+            np.nan, 1, np.nan
         )
-    return x, SquaremInfo(n_evals, n_obj, n_iter, converged, np.asarray(trace))
+    res1 = float(np.sqrt(r @ r))
+    if res1 < tol:
+        return state._replace(x=x1, n_evals=n_evals), SquaremStepInfo(-res1, 1, res1)
+    x2 = fmap(x1)
+    n_evals += 1
+    q2 = x2 - x1
+    res2 = float(np.sqrt(q2 @ q2))
+    if res2 < tol:
+        return state._replace(x=x2, n_evals=n_evals), SquaremStepInfo(-res1, 2, res2)
+    v = q2 - r
+    sr2, sv2, srv = r @ r, v @ v, r @ v
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = {
+            "SqS1": -srv / sv2,
+            "SqS2": -sr2 / srv,
+            "SqS3": np.sqrt(sr2 / sv2),
+        }[options.scheme]
+    alpha = float(np.clip(alpha, step_min, step_max)) if np.isfinite(alpha) else 1.0
+    x_new = x + 2.0 * alpha * r + alpha**2 * v
+    if abs(alpha - 1.0) > _ALPHA_ONE_SLACK and n_evals < options.max_evals:
+        x_new = fmap(x_new)
+        n_evals += 1
+    rejected = not np.all(np.isfinite(x_new))
+    lnew = lold
+    if objective is not None and not rejected:
+        lnew = float(objective(x_new))
+        n_obj += 1
+        rejected = not np.isfinite(lnew) or lnew > lold + options.objective_increase
+    if rejected:
+        x_new = x2
+        if objective is not None:
+            lnew = float(objective(x2))
+            n_obj += 1
+        if alpha == step_max:
+            step_max = max(options.step_max0, step_max / options.mstep)
+        alpha = 1.0
+    if alpha == step_max:
+        step_max *= options.mstep
+    if step_min < 0 and alpha == step_min:
+        step_min *= options.mstep
+    new = SquaremState(x_new, lnew, step_min, step_max, n_evals, n_obj, n_iter + 1)
+    return new, SquaremStepInfo(-res1, n_evals - state.n_evals, res2)
 
 
 # ------------------------------------------------------------------------ SQUAREM-PMF

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import pymc as pm
+
+from bayespmf._runtime import n_cpus
 
 __all__ = ["run_sampler"]
 
@@ -43,9 +44,7 @@ def run_sampler(
         if method == "nuts":
             if initvals is not None:
                 sample_kwargs.setdefault("init", "adapt_diag")
-            sample_kwargs.setdefault(
-                "cores", max(1, min(chains, len(os.sched_getaffinity(0))))
-            )
+            sample_kwargs.setdefault("cores", max(1, min(chains, n_cpus())))
             idata = pm.sample(
                 draws=draws,
                 tune=tune,

@@ -55,8 +55,6 @@ INIT_CLIP = 1e-4
 #: the feature's data sd for Gaussian vertices.
 INIT_JITTER = 0.05
 
-_KERNELS = ("gaussian", "poisson", "multinomial")
-
 
 def _model_info(model) -> dict:
     try:
@@ -132,11 +130,11 @@ def simplex_nest_model(
     >>> model.named_vars_to_dims["vertices"], model.named_vars_to_dims["theta"]
     (('vertex', 'feature'), ('obs', 'vertex'))
     """
-    from bayespmf.estimators.simplex import _check_kernel, check_nest_data
+    from bayespmf.estimators.simplex import check_nest_data
 
     owner = "simplex_nest_model"
-    kernel = _check_kernel(kernel, owner)
-    arr, K = check_nest_data(X, n_vertices, kernel, owner)
+    arr, K = check_nest_data(X, n_vertices, kernel, owner)  # checks 'kernel' first
+    kernel = kernel.lower()
     if alpha is not None:
         alpha = check_float(alpha, "alpha", owner=owner, low=0.0, low_open=True)
     topic_concentration = check_float(
@@ -429,7 +427,7 @@ def sample_simplex_nest(
 
     Examples
     --------
-    >>> from bayespmf.datasets._simulate import make_simplex_nest
+    >>> from bayespmf.datasets import make_simplex_nest
     >>> X, _ = make_simplex_nest(30, 3, 2, alpha=1.0, sigma=0.1, random_state=0)
     >>> idata = sample_simplex_nest(simplex_nest_model(X, 2, alpha=1.0), draws=5,
     ...     tune=5, chains=1, random_seed=0, progressbar=False)  # doctest: +SKIP

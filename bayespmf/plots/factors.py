@@ -1,4 +1,4 @@
-"""Figures: factor heatmaps and convergence curves (matplotlib, imported lazily)."""
+"""Factor heatmaps and convergence curves (matplotlib, imported lazily)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "run",
         help="run a model specification (TOML), e.g. models/car.toml",
         description="Fit, sample and evaluate as a TOML specification says; every key "
-        "is checked before any work starts. See bayespmf.spec for the format.",
+        "is checked before any work starts. See bayespmf.apps.spec for the format.",
     )
     run.add_argument("spec", help="path of the .toml specification")
     run.add_argument("--out", help="output directory (overrides output.dir)")
@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
             for name in names:
                 print(datasets.describe(name))
             return 0
-        from bayespmf.run import run_spec
-        from bayespmf.spec import load_spec
+        from bayespmf.apps.run import run_spec
+        from bayespmf.apps.spec import load_spec
 
         spec = load_spec(args.spec)
         if args.check:

@@ -209,8 +209,8 @@ def _at_least(path, key, value, low):
 
 
 def _check_values(path, spec: RunSpec) -> None:
-    from bayespmf.baselines import CLASSIFIERS, RATING_BASELINES
-    from bayespmf.datasets._registry import get_info
+    from bayespmf.apps.baselines import CLASSIFIERS, RATING_BASELINES
+    from bayespmf.datasets import get_info
     from bayespmf.estimators.latent_class import METHODS
 
     try:
@@ -297,7 +297,7 @@ def load_spec(path: str | Path) -> RunSpec:
     >>> load_spec(p)
     Traceback (most recent call last):
     ...
-    bayespmf.spec.SpecError: ...: unknown key 'fit.rnak'. Did you mean 'rank'? ...
+    bayespmf.apps.spec.SpecError: ...: unknown key 'fit.rnak'. Did you mean 'rank'? ...
     """
     path = Path(path)
     if not path.is_file():

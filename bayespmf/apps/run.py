@@ -9,8 +9,9 @@ The steps of :func:`run_spec`, each announced with its elapsed time:
 3. ``[sample]``: NUTS or ADVI on the same training rows started from the fit, with the
    classes aligned to it; write ``posterior.nc``, ``convergence.json``/``.txt`` and
    ``trace.png``;
-4. ``[task]``: :func:`bayespmf.tasks.classify` or :func:`bayespmf.tasks.predict_ratings`
-   with its baselines; write ``task.csv``, ``task.md`` and ``task.png``;
+4. ``[task]``: :func:`bayespmf.apps.tasks.classify` or
+   :func:`bayespmf.apps.tasks.predict_ratings` with its baselines; write ``task.csv``,
+   ``task.md`` and ``task.png``;
 5. ``results.json``: everything measured, in one file.
 """
 
@@ -18,12 +19,12 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
-from bayespmf.spec import RunSpec
+from bayespmf._runtime import n_cpus
+from bayespmf.apps.spec import RunSpec
 
 __all__ = ["estimate_dataset", "run_spec", "table_to_markdown"]
 
@@ -119,7 +120,7 @@ def table_to_markdown(table, float_format: str = "{:.3f}") -> str:
 def run_spec(
     spec: RunSpec, *, out_dir: str | None = None, progressbar: bool = True
 ) -> dict:
-    """Run a validated :class:`~bayespmf.spec.RunSpec` and write its outputs.
+    """Run a validated :class:`~bayespmf.apps.spec.RunSpec` and write its outputs.
 
     Returns
     -------
@@ -255,12 +256,11 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
     import matplotlib.pyplot as plt
 
     from bayespmf.models import convergence_summary, posterior_predict_proba, sample
+    from bayespmf.plots import plot_posterior_trace
 
     s = spec.sample
     train = train.drop_empty_rows()
-    from bayespmf.tasks import _n_cpus
-
-    cores = s["cores"] or min(s["chains"], _n_cpus())
+    cores = s["cores"] or min(s["chains"], n_cpus())
     label = (
         f"NUTS, {s['chains']} chains x ({s['tune']} tune + {s['draws']} draws), "
         f"{cores} cores"
@@ -343,15 +343,7 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
         written.append("posterior.nc")
     if spec.output["figures"]:
         var_names = ["weights"] + [f"A_{n}" for n in data.names[: _MAX_PLOTTED // 4]]
-        with warnings.catch_warnings():
-            # arviz 0.23's plot_trace calls a matplotlib 3.11-deprecated helper
-            warnings.filterwarnings(
-                "ignore", "Passing a dict or None as alias_mapping", category=Warning
-            )
-            axes = az.plot_trace(idata, var_names=var_names, compact=True, show=False)
-        fig = np.asarray(axes).ravel()[0].figure
-        fig.suptitle("trace of the aligned draws")
-        fig.set_layout_engine("constrained")  # keep panel titles off the tick labels
+        fig = plot_posterior_trace(idata, var_names, title="trace of the aligned draws")
         fig.savefig(out / "trace.png", dpi=90)
         plt.close(fig)
         written.append("trace.png")
@@ -361,7 +353,8 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
 def _task(spec, data, target, out, metrics, written, progressbar):
     import matplotlib.pyplot as plt
 
-    from bayespmf import tasks
+    from bayespmf.apps import tasks
+    from bayespmf.plots import plot_task
 
     t = spec.task
     kw = {
@@ -408,37 +401,3 @@ def _task(spec, data, target, out, metrics, written, progressbar):
         plt.close(fig)
         written.append("task.png")
     return table
-
-
-def plot_task(table):
-    """Bar chart of a task table: accuracy or RMSE (mean ± std) per method.
-
-    Bars are coloured by kind (latent-class, posterior, baseline).
-    """
-    import matplotlib.pyplot as plt
-
-    metric = "accuracy" if "accuracy_mean" in table else "rmse"
-    colors = {"latent-class": "tab:blue", "posterior": "tab:purple", "baseline": "tab:gray"}
-    fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(table), 3.8), layout="constrained")
-    x = np.arange(len(table))
-    ax.bar(
-        x,
-        table[f"{metric}_mean"],
-        yerr=table[f"{metric}_std"],
-        color=[colors.get(k, "tab:blue") for k in table["kind"]],
-        capsize=3,
-    )
-    ax.set_xticks(x, table.index, rotation=40, ha="right", fontsize=8)
-    lo = float((table[f"{metric}_mean"] - table[f"{metric}_std"]).min())
-    hi = float((table[f"{metric}_mean"] + table[f"{metric}_std"]).max())
-    pad = 0.15 * (hi - lo + 1e-9)
-    ax.set_ylim(max(0.0, lo - pad), hi + pad)
-    ax.set_ylabel("test accuracy (%)" if metric == "accuracy" else "test RMSE")
-    shown = [k for k in colors if k in set(table["kind"])]  # only kinds with bars
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[k]) for k in shown]
-    ax.legend(handles, shown, fontsize=7, loc="best")
-    ax.set_title(
-        f"{table.attrs.get('task', '')}: mean ± std over "
-        f"{int(table['n_trials'].max())} trials"
-    )
-    return fig

@@ -6,7 +6,7 @@ features. Rating prediction: global, user and movie averages and a biased matrix
 factorization fit by alternating least squares (:class:`BiasedMF`).
 
 Each baseline is a small function of (train, validation, test) parts so that
-:mod:`bayespmf.tasks` runs it under exactly the protocol of the latent-class methods:
+:mod:`bayespmf.apps.tasks` runs it under exactly the protocol of the latent-class methods:
 hyperparameters are chosen on the validation part, accuracy or error is measured on the
 test part.
 """

@@ -19,7 +19,6 @@ deviation over trials, and the per-trial records in ``.attrs["trials"]``.
 from __future__ import annotations
 
 import logging
-import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -28,13 +27,14 @@ import numpy as np
 import pandas as pd
 
 from bayespmf._progress import progress_bar
+from bayespmf._runtime import n_cpus
 from bayespmf._validation import (
     ConvergenceWarning,
     DataValidationError,
     check_int,
     check_random_state,
 )
-from bayespmf.baselines import (
+from bayespmf.apps.baselines import (
     CLASSIFIER_GRIDS,
     CLASSIFIERS,
     RATING_BASELINES,
@@ -389,7 +389,7 @@ def _posterior_trial(split, rank, init, opts, seed, progressbar):
     train = split.train.drop_empty_rows()
     extra = {}
     if opts["method"] == "nuts":
-        extra["cores"] = opts["cores"] or min(opts["chains"], _n_cpus())
+        extra["cores"] = opts["cores"] or min(opts["chains"], n_cpus())
     t0 = time.perf_counter()
     logger = logging.getLogger("pymc")
     level = logger.level
@@ -421,13 +421,6 @@ def _posterior_trial(split, rank, init, opts, seed, progressbar):
     if opts["method"] == "nuts" and opts["chains"] > 1:
         rhat = float(convergence_summary(idata)["table"]["r_hat_max"].max())
     return metrics, elapsed, rhat, idata
-
-
-def _n_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 # --------------------------------------------------------------------- baselines
@@ -670,7 +663,7 @@ def classify(
         ``"cnmf-opt"``, ``"cnmf-spa-em"``, ``"em"``, ``"squarem"``,
         ``"cnmf-spa-squarem"``).
     baselines : sequence of str
-        Keys of :data:`bayespmf.baselines.CLASSIFIERS`.
+        Keys of :data:`bayespmf.apps.baselines.CLASSIFIERS`.
     n_trials : int, default 20
         Random splits.
     ranks : sequence of int
@@ -711,7 +704,7 @@ def classify(
     ``argmax_y Pr(y | x)``; rank and (EM-based methods) iteration count chosen on the
     validation part, over :data:`DEFAULT_RANKS` and :data:`ITER_CHECKPOINTS`. The
     baselines' hyperparameters are chosen on the same validation part
-    (:data:`bayespmf.baselines.CLASSIFIER_GRIDS`). Only rows whose target is observed
+    (:data:`bayespmf.apps.baselines.CLASSIFIER_GRIDS`). Only rows whose target is observed
     are scored.
 
     Examples
@@ -776,7 +769,7 @@ def predict_ratings(
         30 most-rated movies of the genre, :func:`bayespmf.datasets.load_movielens`) or
         rating data whose categories are the rating values (``"1"``..``"5"``).
     methods, baselines : sequence of str
-        Latent-class methods and keys of :data:`bayespmf.baselines.RATING_BASELINES`.
+        Latent-class methods and keys of :data:`bayespmf.apps.baselines.RATING_BASELINES`.
     n_trials, ranks, fractions, max_iter, tol, random_state, posterior, progressbar
         As in :func:`classify`; ``fractions`` are those of the *observed ratings*
         kept for training, hidden for validation and hidden for test.

@@ -1,0 +1,251 @@
+"""JUROR (Vora et al., Alg. 1) under the one loop.
+
+G1 is closed-form (:func:`bayespmf.kernels.juror.juror_g1`); the G2 and G3 iterations
+(:func:`~bayespmf.kernels.juror.g2_step`, :func:`~bayespmf.kernels.juror.g3_step`)
+run under :func:`bayespmf.fit.loop.iterate`, each with its own stopping rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayespmf._validation import check_float, check_int, check_random_state
+from bayespmf.fit.loop import iterate
+from bayespmf.kernels.cnmf import check_rank
+from bayespmf.kernels.juror import (
+    DEFAULT_RHO_PER_PROJECTION,
+    PATIENCE,
+    VARIANTS,
+    G2State,
+    JurorProblem,
+    check_stats,
+    g2_step,
+    g3_init,
+    g3_step,
+    juror_g1,
+)
+from bayespmf.pmf import LatentClassParams, split_factors
+
+__all__ = ["juror"]
+
+
+def _j1_settled(trace, info, tol) -> bool:
+    """G2's rule: the refit failed, or J1 changed by at most ``tol`` relative.
+
+    ``-info.objective`` is J1 before the step, ``nan`` before the first refit, so the
+    rule needs two refits to compare.
+    """
+    before = -info.objective
+    return info.failed or abs(before - info.misfit) <= tol * abs(before)
+
+
+def juror(
+    data_or_stats,
+    rank: int,
+    *,
+    variant: str = "a",
+    n_projections: int | None = None,
+    n_bins: int | None = None,
+    rho: float | None = None,
+    max_iter: int = 2000,
+    g2_max_iter: int = 20,
+    tol: float = 1e-6,
+    random_state=None,
+    progressbar: bool = False,
+) -> tuple[LatentClassParams, dict]:
+    r"""Latent-class PMF from one-way PMFs of random projections (JUROR, Alg. 1).
+
+    Parameters
+    ----------
+    data_or_stats : CategoricalData, array_like of int (S, N), or ProjectionMarginals
+        Raw codes (``-1`` for missing; pairwise deletion) from which JUROR draws
+        ``n_projections`` random directions per pair and computes the projection PMFs,
+        or precomputed :class:`~bayespmf.marginals.ProjectionMarginals`.
+    rank : int
+        Number of latent classes F, in ``[1, max_identifiable_rank(n_categories)]``
+        (CNMF-SPA inside G1/G2 needs a split of the variables with at least F
+        categories on each side).
+    variant : {"a", "b", "c"}, default "a"
+        "a": G1 + G2 + G3 (JUROR), "b": G1 + G3, "c": G1 + G2 (Sec. 4).
+    n_projections : int, optional
+        M, only with raw data; default 200 (the paper's).
+    n_bins : int, optional
+        Bins of every projection PMF, only with raw data; default ``max(I_j, I_k)``
+        per pair (the paper's :math:`Y_{jk} \in \mathbb{R}^{M \times I}`). With
+        that default and an even alphabet size the Radon transform of a pair is not
+        injective (see Notes); ``2 * I`` bins make it so.
+    rho : float, optional
+        Penalty :math:`\rho` of :math:`J_1` (eq. (8)) in G2; default ``0.1 * M``.
+    max_iter : int, default 2000
+        Maximum iterations of G3 (accelerated projected-gradient steps).
+    g2_max_iter : int, default 20
+        Maximum G2 iterations (Z update + CNMF-SPA refit).
+    tol : float, default 1e-6
+        G2 stops when an iteration changes :math:`J_1` by less than ``tol`` times its
+        value, G3 after ``PATIENCE`` consecutive steps that lower :math:`J` by less
+        than that (or when :math:`J` falls to ``OBJECTIVE_FLOOR`` times
+        :math:`\sum_p w_p \|y_p\|^2`, or no descent step exists).
+    random_state : None, int or numpy.random.Generator
+        Seeds the projections (raw data) and CNMF-SPA's random splits.
+    progressbar : bool, default False
+
+    Returns
+    -------
+    params : LatentClassParams
+    info : dict
+        ``variant``, ``projections`` (the RandomProjections used), ``pairwise`` (the
+        G1 estimate of the pairwise marginals, a PairwiseMarginals), ``spa`` (the
+        G1 CNMF-SPA info), ``g2_objective`` (:math:`J_1` after every G2 iteration),
+        ``g3_objective`` (:math:`J` at the start of G3 and after every accepted step),
+        ``objective`` (final :math:`J`), ``n_iter`` (G3 iterations), ``converged``.
+
+    Raises
+    ------
+    DataValidationError
+        Malformed data, fewer than two variables, no co-observed pair, or ``rank``
+        above what the pairwise marginals identify; ``n_projections`` given with
+        ProjectionMarginals.
+    ValueError
+        Unknown ``variant`` or a malformed numeric argument.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When G3 uses ``max_iter`` sweeps without meeting ``tol``.
+
+    Notes
+    -----
+    With :math:`Q_{jk} = \mathfrak{R}^\top\mathfrak{R}` and
+    :math:`b_{jk} = \mathfrak{R}^\top Y_{jk}` for each pair (built once, see
+    :class:`~bayespmf.kernels.juror.JurorProblem`):
+
+    * G1 (lines 2-4): :math:`Z_{jk} = Q_{jk}^{+} b_{jk}`, the minimum-norm
+      least-squares inverse of the Radon transform (one eigendecomposition per pair,
+      reused by G2), projected onto the simplex (a PMF; the projection is the identity
+      for exact statistics); then CNMF-SPA on the assembled virtual matrix
+      (:func:`~bayespmf.kernels.cnmf.cnmf_spa`, which also chooses the split
+      :math:`S_1, S_2`).
+    * G2 (lines 6-13): :math:`Z_{jk} = (Q_{jk} + \rho I)^{-1}(b_{jk} + \rho\,
+      A_j D(\lambda) A_k^\top)` (line 8, same eigendecomposition), projected onto the
+      simplex, then CNMF-SPA with the split of G1 fixed (line 10). Stops when
+      :math:`J_1` changes by less than ``tol`` relatively (line 12 tests
+      :math:`J_1 < \epsilon`, which noisy statistics never meet); the iterate with
+      the lowest :math:`J_1` is kept.
+    * G3 (lines 15-20): projected gradient on :math:`J` of eq. (7) over
+      :math:`A_1, \dots, A_N, \lambda` (the text says G3 descends the original
+      objective J; line 17 writes :math:`\partial J_1`, which at the end of G2 differs
+      only by the coupling term), every column projected onto the simplex
+      (:func:`~bayespmf.kernels.simplex.project_simplex`). Two departures from the
+      block-cyclic lines 16-18, both measured: all blocks take one joint step, with
+      Nesterov momentum (FISTA) and a backtracked step size ("adaptive step size"),
+      restarted whenever the objective would rise. On exact statistics of a
+      5-variable problem, block-cyclic steps left J at 1.7e-6 after 3000 sweeps;
+      the accelerated joint steps reached 3e-12 in 1000 iterations.
+
+    The three blocks are :func:`~bayespmf.kernels.juror.juror_g1`,
+    :func:`~bayespmf.kernels.juror.g2_step` and :func:`~bayespmf.kernels.juror.g3_step`;
+    G2 and G3 run under :func:`bayespmf.fit.loop.iterate` with the rules above.
+
+    **Identifiability of G1.** With :func:`~bayespmf.marginals.random_projections`'
+    binning into ``B = max(I_j, I_k)`` equal bins, an even ``I_j = I_k = I`` leaves
+    the checkerboard on the central 2 x 2 cells of :math:`Z_{jk}` invisible to every
+    direction (the two cells on each side of the centre always share a bin), so
+    :math:`Q_{jk}` has rank :math:`I^2 - 1` (checked for I = 4, 6, 10; odd I and
+    ``n_bins = 2 I`` give full rank). G1 then returns the minimum-norm solution; the
+    low-rank coupling of G2/G3 resolves the missing direction.
+
+    Pairs never co-observed (possible with missing entries) drop out of every
+    objective; the others weigh equally, as in eq. (7).
+
+    **Implementation (measured).** The objective and gradient of G3 are vectorized
+    NumPy/SciPy: the model of all pairs is one product :math:`A D A^\top`, its pair
+    blocks are gathered into one vector and multiplied by the block-diagonal sparse
+    :math:`Q`. At the Table 1 size (N = 6, I = 10, F = 25, M = 200: 15 pairs,
+    1500 unknowns; 2-core development machine, mean of 2000 calls) one
+    value-and-gradient call takes 275 us; the same computation as a compiled
+    PyTensor graph (``pytensor.sparse.structured_dot``, gradient by
+    ``pytensor.grad``; same values to rounding) takes 796 us, so NumPy is used.
+
+    Examples
+    --------
+    >>> from bayespmf.marginals import (PairwiseMarginals, ProjectionMarginals,
+    ...                                 random_projections)
+    >>> A = [np.array([[0.8, 0.0], [0.2, 0.3], [0.0, 0.7]])] * 4
+    >>> pop = PairwiseMarginals.from_params([0.4, 0.6], A)
+    >>> stats = ProjectionMarginals.from_pairwise(
+    ...     pop, random_projections([3] * 4, 20, random_state=0))
+    >>> params, info = juror(stats, 2, random_state=0)
+    >>> np.sort(params.weights).round(4)
+    array([0.4, 0.6])
+    """
+    owner = "juror"
+    if not isinstance(variant, str) or variant.lower() not in VARIANTS:
+        raise ValueError(
+            f"The 'variant' parameter of {owner} must be 'a' (G1+G2+G3), 'b' (G1+G3) or "
+            f"'c' (G1+G2). Got {variant!r}."
+        )
+    variant = variant.lower()
+    blocks = VARIANTS[variant]
+    max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
+    g2_max_iter = check_int(g2_max_iter, "g2_max_iter", owner=owner, low=1)
+    tol = check_float(tol, "tol", owner=owner, low=0.0)
+    rng = check_random_state(random_state)
+    stats = check_stats(data_or_stats, n_projections, n_bins, rng, owner)
+    n_cat = np.asarray(stats.projections.n_categories)
+    rank = check_rank(rank, n_cat, owner)
+    if rho is None:
+        rho = DEFAULT_RHO_PER_PROJECTION * stats.projections.n_projections
+    rho = check_float(rho, "rho", owner=owner, low=0.0, low_open=True)
+    prob = JurorProblem(stats)
+
+    lam, a, pairwise, spa_info = juror_g1(prob, rank, rng)
+    g2_trace = []
+    if "G2" in blocks:
+        refits = []  # every successful G2 iterate; the lowest J1 (the first of ties) wins
+
+        def g2(state):
+            state, info = g2_step(state, prob, rho, spa_info["split"], rng)
+            if not info.failed:
+                refits.append(state)
+            return state, info
+
+        start = G2State(lam, a, np.nan)
+        iterate(g2, start, max_iter=g2_max_iter, tol=tol, warn=False, rule=_j1_settled)
+        g2_trace = [s.misfit for s in refits]
+        if refits:
+            best = min(refits, key=lambda s: s.misfit)
+            lam, a = best.weights, best.factors_stacked
+
+    state = g3_init(prob, lam, a)
+    g3_trace = [state.misfit]
+    n_iter, converged = 0, True
+    if "G3" in blocks and state.misfit > prob.floor:
+
+        def g3(state):
+            state, info = g3_step(state, prob, tol)
+            if info.accepted:
+                g3_trace.append(state.misfit)
+            return state, info
+
+        def settled(trace, info, tol) -> bool:
+            return info.stalled or info.n_small >= PATIENCE or info.misfit <= prob.floor
+
+        loop = {"max_iter": max_iter, "tol": tol, "progressbar": progressbar}
+        state, it = iterate(
+            g3, state, desc="JUROR G3", owner="juror (G3)", rule=settled, **loop
+        )
+        n_iter, converged = it.n_iter, it.converged
+    lam, a = state.weights, state.factors_stacked
+    params = LatentClassParams(lam.copy(), split_factors(a, n_cat))
+    info = {
+        "variant": variant,
+        "projections": stats.projections,
+        "pairwise": pairwise,
+        "spa": spa_info,
+        "g2_objective": np.asarray(g2_trace),
+        "g3_objective": np.asarray(g3_trace),
+        "objective": prob.value(lam, a),
+        "n_iter": n_iter,
+        "converged": converged,
+    }
+    return params, info

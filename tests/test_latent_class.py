@@ -35,8 +35,24 @@ def test_get_set_params_pass_through():
     }
     est.set_params(rank=4)
     assert est.rank == 4
-    with pytest.raises(ValueError, match="Unknown parameter 'rnak'"):
+    with pytest.raises(ValueError, match="Invalid parameter 'rnak'"):
         est.set_params(rnak=2)
+
+
+@pytest.mark.filterwarnings("ignore::bayespmf.fit.LocalOptimumWarning")  # rank 3: overfit
+def test_scikit_learn_conventions():
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+
+    data, _ = make_latent_class(900, [3, 3, 4, 3, 3], rank=2, random_state=2)
+    est = LatentClassPMF(2, n_init=8, random_state=0)
+    twin = clone(est)
+    assert twin.get_params() == est.get_params() and twin is not est
+    search = GridSearchCV(est, {"rank": [1, 2, 3]}, cv=3).fit(np.asarray(data.codes))
+    # held-out log-likelihood picks a rank above the independence model
+    assert search.best_params_["rank"] > 1
+    with pytest.raises(ValueError, match="'y' must be None"):
+        est.fit(data, [3] * data.n_variables)
 
 
 @pytest.fixture(scope="module")

@@ -912,11 +912,13 @@ def test_one_observed_entry_per_row():
     codes = np.full((40, 4), -1)
     codes[np.arange(40), np.arange(40) % 4] = rng.integers(0, 3, 40)
     for method in ("em", "squarem"):
-        model = LatentClassPMF(2, method, random_state=0, max_iter=50).fit(codes, [3] * 4)
+        model = LatentClassPMF(2, method, random_state=0, max_iter=50).fit(
+            codes, n_categories=[3] * 4
+        )
         check_params(model.weights_, model.factors_, [3] * 4)
         check_monotone(model.loglik_trace_)
     with pytest.raises(DataValidationError, match="co-observed"):
-        LatentClassPMF(2, "cnmf-spa", random_state=0).fit(codes, [3] * 4)
+        LatentClassPMF(2, "cnmf-spa", random_state=0).fit(codes, n_categories=[3] * 4)
 
 
 # boundary fits (factor entries -> 0) converge slowly; 100 iterations check the shape
@@ -925,7 +927,9 @@ def test_category_never_observed_and_rank_one():
     rng = np.random.default_rng(1)
     codes = rng.integers(0, 2, (30, 3))  # category 2 of every variable never occurs
     for rank in (1, 2):
-        model = LatentClassPMF(rank, "em", random_state=0, max_iter=100).fit(codes, [3] * 3)
+        model = LatentClassPMF(rank, "em", random_state=0, max_iter=100).fit(
+            codes, n_categories=[3] * 3
+        )
         assert np.all(np.concatenate([a[2] for a in model.factors_]) < 1e-6)
         proba = model.predict_proba(np.array([[2, 2, -1]]), target=2)
         check_simplex(proba, 1, "proba")
@@ -963,7 +967,9 @@ def test_underflow_with_200_variables():
     small = np.minimum(codes, 3)
     small[rng.random(small.shape) < 0.2] = -1
     for method in ("em", "cnmf-spa-em"):
-        fitted = LatentClassPMF(3, method, random_state=0, max_iter=5).fit(small, [4] * 200)
+        fitted = LatentClassPMF(3, method, random_state=0, max_iter=5).fit(
+            small, n_categories=[4] * 200
+        )
         check_params(fitted.weights_, fitted.factors_, [4] * 200)
         check_monotone(fitted.loglik_trace_)
 
@@ -978,7 +984,9 @@ def test_b1_many_variables_do_not_overflow():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter=2 on purpose
-        model = LatentClassPMF(2, "em", max_iter=2, random_state=0).fit(codes, [10] * 400)
+        model = LatentClassPMF(2, "em", max_iter=2, random_state=0).fit(
+            codes, n_categories=[10] * 400
+        )
     assert model.weights_.shape == (2,)
     assert np.all(np.isfinite(model.loglik_trace_))
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator
 
 from bayespmf._npz import load_npz_safely
 from bayespmf._validation import (
@@ -56,7 +57,7 @@ class NotFittedError(ValueError, AttributeError):
     """The estimator is used before ``fit``."""
 
 
-class LatentClassPMF:
+class LatentClassPMF(BaseEstimator):
     """Low-rank (latent-class, naive Bayes) estimate of a joint PMF with missing data.
 
     The model is ``Pr(x) = sum_f lambda_f prod_n A_n(x_n, f)`` (Ibrahim & Fu, eq. (3));
@@ -164,37 +165,26 @@ class LatentClassPMF:
         self.backend = backend
         self.progressbar = progressbar
 
-    # ------------------------------------------------------------------ parameters
-    def get_params(self, deep: bool = True) -> dict:
-        """Constructor parameters (scikit-learn convention)."""
-        return {k: getattr(self, k) for k in _PARAMS}
-
-    def set_params(self, **params) -> LatentClassPMF:
-        """Set constructor parameters (scikit-learn convention)."""
-        valid = self.get_params()
-        for k, v in params.items():
-            if k not in valid:
-                raise ValueError(
-                    f"Unknown parameter {k!r} of LatentClassPMF; valid: {list(valid)}."
-                )
-            setattr(self, k, v)
-        return self
-
     def __repr__(self) -> str:
         return f"LatentClassPMF(rank={self.rank!r}, method={self.method!r})"
 
     # ------------------------------------------------------------------ fitting
     def fit(
-        self, data, n_categories=None, *, sample_weight=None, callback=None
+        self, data, y=None, *, n_categories=None, sample_weight=None, callback=None
     ) -> LatentClassPMF:
         """Estimate the weights and factors from ``data``.
 
         Parameters
         ----------
-        data : CategoricalData, array_like of int (S, N), or a data source
+        data : CategoricalData, pandas.DataFrame, array_like of int (S, N), or a source
             ``-1`` marks missing entries. Rows with every entry missing carry no
             information and are ignored. A data source (e.g. from ``bayespmf.dask``)
-            is passed to :func:`bayespmf.fit.fit_latent_class` as it is.
+            is passed to :func:`bayespmf.fit.fit_latent_class` as it is. A DataFrame is
+            encoded by :meth:`CategoricalData.from_pandas` (labels kept).
+        y : None
+            Unused (scikit-learn convention: the model is unsupervised). A value is an
+            error, so that an alphabet passed positionally, as in earlier versions, is
+            not silently ignored: pass ``n_categories=`` by keyword.
         n_categories : sequence of int, optional
             Alphabet sizes (taken from ``data`` when it is a CategoricalData).
         sample_weight : array_like, shape (S,), optional
@@ -218,6 +208,12 @@ class LatentClassPMF:
             identified.
         """
         t0 = time.perf_counter()
+        if y is not None:
+            raise ValueError(
+                "LatentClassPMF.fit: 'y' must be None (the model is unsupervised; "
+                "predict any variable with predict(data, target)). To give alphabet "
+                "sizes, pass n_categories=... by keyword."
+            )
         if isinstance(data, pd.DataFrame):
             data = CategoricalData.from_pandas(data)
         result = fit_latent_class(

@@ -67,14 +67,6 @@ APPS_ENTRY = {("bayespmf", "bayespmf.apps.tasks")}
 #: are being rewritten elsewhere; each is an xfail(strict=True) case, so fixing one fails
 #: the suite until its entry is removed here.
 KNOWN_VIOLATIONS: dict[tuple[str, str, str], str] = {
-    (
-        "cycle",
-        "bayespmf.kernels.vlad",
-        "bayespmf.kernels.extension_table",
-    ): "bayespmf/kernels/vlad.py imports dirichlet_common_draws from "
-    "kernels/extension_table.py (in a function), which imports kmeans from vlad.py; "
-    "move dirichlet_common_draws (or kmeans) to a module both import, e.g. "
-    "kernels/simplex.py",
 }
 
 

@@ -9,6 +9,7 @@ from bayespmf.kernels import vlad as vk
 from bayespmf.kernels.extension_table import (
     ExtensionTableWarning,
     compute_extension_parameter,
+    dirichlet_common_draws,
     extension_gamma_fn,
     extension_parameter,
     load_extension_table,
@@ -194,3 +195,81 @@ def test_gaussian_noise_variance_from_trailing_spectrum():
     X, _ = make_simplex_nest(5000, 40, 4, alpha=1.0, sigma=0.7, random_state=0)
     sub = vk.top_subspace(X, 3)
     assert np.sqrt(vk.noise_variance(sub, *X.shape)) == pytest.approx(0.7, rel=0.02)
+
+
+# --------------------------------------------------------------------------------------
+# k-means restarts, and the parametric bootstrap of alpha (issue 15)
+
+
+def test_interpolated_dirichlet_draws_match_exact():
+    rng = np.random.default_rng(0)
+    u1, u2 = rng.random((4000, 6)), rng.random((4000, 6))
+    for alpha in (0.01, 0.3, 2.0, 100.0):
+        exact = dirichlet_common_draws(alpha, u1, u2)
+        fast = dirichlet_common_draws(alpha, u1, u2, interpolate=True)
+        np.testing.assert_allclose(fast, exact, rtol=1e-7, atol=1e-300)
+
+
+def test_kmeans_restarts_do_not_depend_on_workers():
+    X, _ = make_simplex_nest(600, 8, 4, alpha=0.5, sigma=0.3, random_state=3)
+    one = vk.kmeans(X, 4, random_state=1, n_workers=1)
+    three = vk.kmeans(X, 4, random_state=1, n_workers=3)
+    np.testing.assert_array_equal(one[0], three[0])
+    np.testing.assert_array_equal(one[1], three[1])
+    assert one[2] == three[2]
+    # n_init=0: only the given start, its row order kept
+    start = one[0][::-1] + 1e-3
+    centers, _, inertia = vk.kmeans(X, 4, n_init=0, init=start)
+    np.testing.assert_allclose(centers, one[0][::-1], atol=1e-8)
+    assert inertia == pytest.approx(one[2])
+    with pytest.raises(ValueError, match=r"'n_init' parameter of kmeans.*Got 0"):
+        vk.kmeans(X, 4, n_init=0)
+
+
+def _subspace_through(c0, W, m):
+    # a Subspace whose top directions are W (only center and components are used)
+    return vk.Subspace(c0, np.zeros((m, W.shape[1])), np.ones(W.shape[1]), W, 0.0)
+
+
+@pytest.mark.parametrize("kernel", ["poisson", "multinomial"])
+def test_noise_simulators_match_the_kernels_own_sampling(kernel):
+    # At a fixed theta, the simulated projected noise has the covariance of real
+    # Poisson / multinomial draws projected on W (NumPy's samplers, the reference).
+    rng = np.random.default_rng(1)
+    D, K, m, words = 12, 3, 100_000, 40
+    # W orthonormal and orthogonal to 1, so that c0 + v W^T stays on the simplex
+    W = np.linalg.qr(np.column_stack([np.ones(D), rng.normal(size=(D, K - 1))]))[0][:, 1:]
+    c0 = np.full(D, 1.0 / D) if kernel == "multinomial" else rng.uniform(2, 6, D)
+    scale = 0.04 if kernel == "multinomial" else 1.5
+    vertices = scale * rng.normal(size=(K, K - 1))
+    B = c0 + vertices @ W.T
+    assert np.all(B > 0)
+    sub = _subspace_through(c0, W, m)
+    ctx = {"lengths": np.full(m, words), "inv_length": 1.0 / words}
+    draw = vk.NOISE_SIMULATORS[kernel](sub, ctx, vertices)
+    for theta0 in ([0.8, 0.1, 0.1], [0.1, 0.15, 0.75]):
+        theta = np.tile(theta0, (m, 1))
+        mu = np.asarray(theta0) @ B
+        sim = draw(theta, rng)
+        if kernel == "poisson":
+            real = (rng.poisson(mu, size=(m, D)) - mu) @ W
+        else:
+            real = (rng.multinomial(words, mu / mu.sum(), size=m) / words - mu) @ W
+        c_sim, c_real = np.cov(sim.T), np.cov(real.T)
+        assert np.linalg.norm(c_sim - c_real) < 0.03 * np.linalg.norm(c_real)
+        assert np.abs(sim.mean(0)).max() < 5 * np.sqrt(np.diag(c_real).max() / m)
+
+
+def test_calibration_with_known_alpha_only_estimates_the_spread():
+    X, _ = make_simplex_nest(1500, 60, 4, alpha=1.0, sigma=0.5, random_state=2)
+    sub = vk.top_subspace(X, 3)
+    ctx = {"sigma2": vk.noise_variance(sub, *X.shape)}
+    cen, _, _ = vk.vlad_centroids(sub, 4, random_state=0)
+    g = (cen - sub.center) @ sub.components
+    fn, rng_a = extension_gamma_fn(4)
+    cal = vk.calibrate_alpha(sub, g, "gaussian", ctx, fn, rng_a, alpha=1.0, random_state=0)
+    assert cal.alpha == 1.0 and cal.n_evals == 1 and np.isnan(cal.objective)
+    assert 1.0 < cal.inflation < 1.2  # noisy, finite-sample centroids spread outward
+    free = vk.calibrate_alpha(sub, g, "gaussian", ctx, fn, rng_a, random_state=0)
+    lo, hi = free.interval
+    assert lo < free.alpha < hi and 1 <= free.n_evals <= vk.CALIBRATION_MAX_EVALS

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from scipy.interpolate import PchipInterpolator
-from scipy.special import gammaincinv, logsumexp
+from scipy.interpolate import CubicSpline, PchipInterpolator
+from scipy.special import gammainccinv, gammaincinv, logsumexp, ndtr, ndtri
 
 from bayespmf._validation import check_random_state
-from bayespmf.kernels.vlad import kmeans
+from bayespmf.kernels.kmeans import kmeans
 
 __all__ = [
     "ExtensionTable",
@@ -82,7 +82,32 @@ def load_extension_table() -> ExtensionTable:
         )
 
 
-def dirichlet_common_draws(alpha: float, u1, u2) -> np.ndarray:
+#: Nodes and range (in normal scores) of the interpolated gamma quantile function of
+#: :func:`dirichlet_common_draws`: 257 equally spaced scores on [-8, 8] (u from 6e-16 to
+#: 1 - 6e-16) and a cubic spline in the log quantile; the largest relative error of
+#: the draws is 1.4e-8 for alpha in [0.01, 100] (checked in ``tests/test_vlad.py``).
+QUANTILE_NODES = 257
+QUANTILE_Z_MAX = 8.0
+
+
+def _log_gamma_quantile(shape: float, u) -> np.ndarray:
+    """Logarithm of the Gamma(shape) quantile at u, interpolated in normal scores."""
+    zj = np.linspace(-QUANTILE_Z_MAX, QUANTILE_Z_MAX, QUANTILE_NODES)
+    lower = zj <= 0
+    # each tail from its own side, so that no node rounds to u = 1
+    qj = np.where(
+        lower,
+        gammaincinv(shape, ndtr(np.minimum(zj, 0.0))),
+        gammainccinv(shape, ndtr(-np.maximum(zj, 0.0))),
+    )
+    spline = CubicSpline(zj, np.log(qj))
+    z = np.clip(ndtri(u), -QUANTILE_Z_MAX, QUANTILE_Z_MAX)
+    return spline(z)
+
+
+def dirichlet_common_draws(
+    alpha: float, u1, u2, *, interpolate: bool = False
+) -> np.ndarray:
     r"""Draws of :math:`\mathrm{Dir}_K(\alpha)` from fixed uniforms (common random numbers).
 
     :math:`G_k = F^{-1}_{\Gamma(\alpha+1)}(u_{1k})\, u_{2k}^{1/\alpha}` is
@@ -92,6 +117,24 @@ def dirichlet_common_draws(alpha: float, u1, u2) -> np.ndarray:
     Carlo curve :math:`\gamma(\alpha)` smooth, which the moment matching of eq. (5)
     needs (its objective is flat in :math:`\alpha`, Supplement A.3.2).
 
+    Parameters
+    ----------
+    alpha : float
+    u1, u2 : ndarray (m, K)
+        Uniforms on (0, 1).
+    interpolate : bool, default False
+        Evaluate the gamma quantile function by a cubic spline through
+        ``QUANTILE_NODES`` exact values instead of at every draw: 0.04 s instead of
+        0.15-0.3 s for 200,000 draws on the project's machine, with a relative error
+        below 1e-7 (draws with u below 6e-16 or above 1 - 6e-16 are clipped there).
+        Used by the parametric bootstrap of
+        :func:`bayespmf.kernels.vlad.calibrate_alpha`, which draws n x K weights per
+        replicate at every alpha it tries.
+
+    Returns
+    -------
+    ndarray (m, K)
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -99,7 +142,11 @@ def dirichlet_common_draws(alpha: float, u1, u2) -> np.ndarray:
     >>> np.allclose(th.sum(axis=1), 1.0)
     True
     """
-    lg = np.log(gammaincinv(alpha + 1.0, u1)) + np.log(u2) / alpha
+    if interpolate:
+        lq = _log_gamma_quantile(alpha + 1.0, u1)
+    else:
+        lq = np.log(gammaincinv(alpha + 1.0, u1))
+    lg = lq + np.log(u2) / alpha
     return np.exp(lg - logsumexp(lg, axis=1, keepdims=True))
 
 

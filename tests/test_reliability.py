@@ -605,7 +605,7 @@ def test_latent_class_fit(codes_nc, method, rank, max_iter, seed):
     codes, n_cat, _ = codes_nc
     before = codes.copy()
     model = LatentClassPMF(rank, method, max_iter=max_iter, random_state=seed)
-    ok, fitted = run("LatentClassPMF.fit", model.fit, codes, n_cat)
+    ok, fitted = run("LatentClassPMF.fit", model.fit, codes, n_categories=n_cat)
     np.testing.assert_array_equal(codes, before)
     if not ok:
         return
@@ -617,7 +617,7 @@ def test_latent_class_fit(codes_nc, method, rank, max_iter, seed):
     with warnings.catch_warnings():
         # the same 1-5 iteration fit as above, where run() allowed its warning
         warnings.simplefilter("ignore", ConvergenceWarning)
-        again.fit(codes, n_cat)
+        again.fit(codes, n_categories=n_cat)
     np.testing.assert_array_equal(again.weights_, fitted.weights_)  # bit-identical
     for a, b in zip(again.factors_, fitted.factors_, strict=True):
         np.testing.assert_array_equal(a, b)

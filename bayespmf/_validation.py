@@ -7,6 +7,7 @@ received and, where there is one, the fix.
 
 from __future__ import annotations
 
+import difflib
 import numbers
 from collections.abc import Sequence
 
@@ -17,8 +18,11 @@ __all__ = [
     "DataValidationError",
     "as_codes",
     "check_float",
+    "check_choice",
     "check_int",
+    "check_n_categories",
     "check_random_state",
+    "check_rank_limit",
     "check_zero_based",
 ]
 
@@ -98,6 +102,29 @@ def check_int(value, name: str, *, owner: str = "", low=None, high=None) -> int:
             f"The '{name}' parameter{where} must be an int{rng_txt}. Got {value}."
         )
     return value
+
+
+def check_rank_limit(rank, limit: int, *, owner: str, why: str) -> int:
+    """``rank`` as an int in ``[1, limit]``; above ``limit`` the message gives ``why``.
+
+    Raises
+    ------
+    ValueError
+        ``rank`` not an int >= 1.
+    DataValidationError
+        ``rank > limit``.
+
+    Examples
+    --------
+    >>> check_rank_limit(3, 4, owner="f", why="4 is the most this data identifies.")
+    3
+    """
+    rank = check_int(rank, "rank", owner=owner, low=1)
+    if rank > limit:
+        raise DataValidationError(
+            f"The 'rank' parameter of {owner} is {rank}, but {why} Use rank <= {limit}."
+        )
+    return rank
 
 
 def check_float(
@@ -197,7 +224,7 @@ def as_codes(
         codes, n_cat = _codes_of_data_object(data, n_categories, name)
     else:
         codes = _to_int_array(data, name)
-        n_cat = _check_n_categories(codes, n_categories, name)
+        n_cat = _n_categories_of(codes, n_categories, name)
         _check_code_range(codes, n_cat, name)
         codes = np.array(codes, dtype=np.int64, copy=True)
         codes.setflags(write=False)
@@ -250,7 +277,7 @@ def _codes_of_data_object(data, n_categories, name: str) -> tuple[np.ndarray, np
     # another object with the same attributes: check it like a plain array, against
     # its own alphabet sizes (given, so never inferred)
     codes = _to_int_array(codes, name)
-    n_cat = _check_n_categories(codes, n_cat, name)
+    n_cat = _n_categories_of(codes, n_cat, name)
     _check_code_range(codes, n_cat, name)
     codes = np.array(codes, dtype=np.int64, copy=True)
     codes.setflags(write=False)
@@ -297,8 +324,8 @@ def _to_int_array(data, name: str) -> np.ndarray:
     )
 
 
-def _check_n_categories(codes, n_categories, name) -> np.ndarray:
-    n_vars = codes.shape[1]
+def _n_categories_of(codes, n_categories, name) -> np.ndarray:
+    """``n_categories`` checked against the columns of ``codes``; inferred when None."""
     if n_categories is None:
         n_cat = codes.max(axis=0).astype(np.int64) + 1
         small = np.flatnonzero(n_cat < 2)
@@ -311,28 +338,99 @@ def _check_n_categories(codes, n_categories, name) -> np.ndarray:
         # only when inferring: a given 'n_categories' says category 0 exists
         _check_zero_based(codes, name)
         n_categories = n_cat
-    n_cat = np.asarray(n_categories)
-    if n_cat.ndim == 0:
-        n_cat = np.full(n_vars, n_cat)
-    if n_cat.shape != (n_vars,) or n_cat.dtype.kind not in "iu":
+    return check_n_categories(n_categories, codes.shape[1], data_name=name)
+
+
+def check_n_categories(
+    n_categories, n_variables=None, *, owner: str = "", data_name: str | None = None
+) -> np.ndarray:
+    """Check alphabet sizes, one int in ``[2, MAX_CATEGORIES]`` per variable.
+
+    Parameters
+    ----------
+    n_categories : int or sequence of int
+        A non-empty 1-D sequence of ints; a single int stands for every variable where
+        ``n_variables`` is given.
+    n_variables : int, optional
+        The number of variables, where the caller knows it (e.g. the columns of the
+        data): a sequence must have that length.
+    owner : str, optional
+        The function or class whose argument this is, for the messages.
+    data_name : str, optional
+        The argument holding the data whose columns are the variables, for the
+        messages.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_variables,)
+        A new array.
+
+    Raises
+    ------
+    DataValidationError
+        Not ints, an empty or nested sequence, another length than ``n_variables``,
+        or a size below 2 or above ``MAX_CATEGORIES``.
+
+    Examples
+    --------
+    >>> check_n_categories([2, 3]), check_n_categories(4, n_variables=2)
+    (array([2, 3]), array([4, 4]))
+    >>> check_n_categories([2, 1], owner="f")
+    Traceback (most recent call last):
+    ...
+    bayespmf._validation.DataValidationError: The 'n_categories' argument of f must ...
+    """
+    arg = f"The 'n_categories' argument of {owner}" if owner else "'n_categories'"
+    try:
+        arr = np.asarray(n_categories)
+    except (TypeError, ValueError):  # ragged input and the like
+        arr = np.asarray(None)
+    if arr.ndim == 0 and arr.dtype.kind in "iu" and n_variables is not None:
+        arr = np.full(n_variables, arr)
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
+        alt = ", or one int for all of them" if n_variables is not None else ""
         raise DataValidationError(
-            f"'n_categories' must be an int or a sequence of {n_vars} ints (one per "
-            f"column of '{name}'). Got {np.asarray(n_categories).tolist()!r}."
+            f"{arg} must be a non-empty 1-D sequence of ints, one alphabet size per "
+            f"variable{alt}. Got {n_categories!r}."
         )
-    n_cat = n_cat.astype(np.int64)
-    small = np.flatnonzero(n_cat < 2)
-    if small.size:
+    if n_variables is not None and arr.size != n_variables:
+        cols = f", the columns of '{data_name}'" if data_name else ""
         raise DataValidationError(
-            f"Every variable needs at least 2 categories; 'n_categories' has "
-            f"{n_cat[small].tolist()} for variable(s) {small.tolist()}. Drop constant "
-            "variables."
+            f"{arg} ({arr.tolist()}) disagrees with the number of variables "
+            f"({n_variables}{cols}): pass an int or a sequence of {n_variables} ints, "
+            "one per variable."
         )
-    big = np.flatnonzero(n_cat > MAX_CATEGORIES)
-    if big.size:
+    arr = arr.astype(np.int64)
+    bad = np.flatnonzero((arr < 2) | (arr > MAX_CATEGORIES))
+    if bad.size:
         raise DataValidationError(
-            f"'n_categories' of variable(s) {big.tolist()} exceeds {MAX_CATEGORIES}."
+            f"{arg} must hold ints in [2, {MAX_CATEGORIES}]; got {arr[bad].tolist()} "
+            f"for variable(s) {bad.tolist()}: every variable needs at least 2 "
+            "categories (drop constant variables)."
         )
-    return n_cat
+    return arr
+
+
+def check_choice(value, name: str, choices: Sequence[str], owner: str) -> str:
+    """``value`` lower-cased if it is one of ``choices``; else a message with a guess.
+
+    Examples
+    --------
+    >>> check_choice("Dirichlet", "prior", ("dirichlet", "uniform"), owner="f")
+    'dirichlet'
+    >>> check_choice("dirichet", "prior", ("dirichlet", "uniform"), owner="f")
+    Traceback (most recent call last):
+    ...
+    bayespmf._validation.DataValidationError: The 'prior' parameter ...?
+    """
+    if isinstance(value, str) and value.lower() in choices:
+        return value.lower()
+    close = difflib.get_close_matches(str(value).lower(), choices, n=2)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise DataValidationError(
+        f"The '{name}' parameter of {owner} must be one of "
+        f"{', '.join(repr(c) for c in choices)}. Got {value!r}.{hint}"
+    )
 
 
 #: How many per-variable minima a "codes look 1-based" message lists before "...".

@@ -71,7 +71,6 @@ from bayespmf.kernels.em import (
     EStepStats,
     check_step_args,
     normalize_blocks,
-    observed_csr,
 )
 from bayespmf.marginals import (
     PairwiseAccumulator,
@@ -79,7 +78,7 @@ from bayespmf.marginals import (
     TripleAccumulator,
     TripleMarginals,
 )
-from bayespmf.pmf import offsets_of
+from bayespmf.pmf import observed_csr, offsets_of
 
 __all__ = [
     "DEFAULT_CHUNK_ROWS",
@@ -450,9 +449,6 @@ def pairwise_marginals(
 ) -> PairwiseMarginals:
     """Empirical pairwise marginals of chunked data, by map-reduce over the chunks.
 
-    Same result as :func:`bayespmf.marginals.pairwise_marginals` on the computed data
-    (exactly: the chunks' integer counts are added).
-
     Parameters
     ----------
     ddata : DaskCategoricalData
@@ -464,6 +460,8 @@ def pairwise_marginals(
     Returns
     -------
     PairwiseMarginals
+        Exactly :func:`bayespmf.marginals.pairwise_marginals` of the computed data
+        (the chunks' integer counts are added).
 
     Raises
     ------
@@ -550,7 +548,7 @@ def _prepare_chunk(block, n_cat) -> _ChunkCSR:
     codes, _ = as_codes(
         block, n_cat, name="codes", allow_empty_rows=True, allow_empty_columns=True
     )
-    indptr, indices = observed_csr(codes, n_cat)
+    indptr, indices = observed_csr(codes, n_cat, drop_empty=True)
     return _ChunkCSR(indptr, indices, int(codes.shape[0]), (codes >= 0).sum(axis=0))
 
 
@@ -750,6 +748,7 @@ def fit_em_dask(
     -------
     params : LatentClassParams
     info : EMInfo
+        As from :func:`bayespmf.fit.fit_em` on the computed rows.
 
     Raises
     ------
@@ -761,50 +760,15 @@ def fit_em_dask(
     ConvergenceWarning
         When ``max_iter`` is reached before the tolerance.
     """
-    params, info, _ = _fit_em_dask(
-        ddata,
-        rank,
-        init=init,
-        accelerate=accelerate,
-        max_iter=max_iter,
-        tol=tol,
-        random_state=random_state,
-        client=client,
-        split_every=split_every,
-        persist=persist,
-        progressbar=progressbar,
-        callback=callback,
-        owner="fit_em_dask",
-    )
-    return params, info
-
-
-def _fit_em_dask(
-    ddata,
-    rank,
-    *,
-    init,
-    accelerate,
-    max_iter,
-    tol,
-    random_state,
-    client,
-    split_every,
-    persist,
-    progressbar,
-    callback,
-    owner,
-    kernel=None,
-):
+    owner = "fit_em_dask"
     rank, max_iter, tol = check_em_args(accelerate, rank, max_iter, tol, callback, owner)
     ddata = _check_ddata(ddata, owner)
     n_cat = ddata.n_categories
     w, a = em_start(init, n_cat, rank, random_state)
-    if kernel is None:
-        kernel = DaskEMKernel(
-            ddata, rank, client=client, split_every=split_every, persist=persist
-        )
-    params, info = run_em(
+    kernel = DaskEMKernel(
+        ddata, rank, client=client, split_every=split_every, persist=persist
+    )
+    return run_em(
         kernel,
         w,
         a,
@@ -816,7 +780,6 @@ def _fit_em_dask(
         callback=callback,
         owner=owner,
     )
-    return params, info, kernel
 
 
 def fit_latent_class(

@@ -399,7 +399,7 @@ def mae(y_true, y_pred) -> float:
     Raises
     ------
     DataValidationError
-        Different shapes, empty input, or non-finite values.
+        As :func:`rmse`: different shapes, empty input, or non-finite values.
 
     Examples
     --------

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import logsumexp
 
 from bayespmf._validation import DataValidationError, as_codes
@@ -27,7 +28,9 @@ __all__ = [
     "conditional_pmf",
     "joint_pmf",
     "log_likelihood_rows",
+    "observed_csr",
     "offsets_of",
+    "one_hot_design",
     "posterior_classes",
     "split_factors",
     "stack_factors",
@@ -61,6 +64,74 @@ def offsets_of(n_categories) -> np.ndarray:
     array([0, 2, 5])
     """
     return np.concatenate([[0], np.cumsum(np.asarray(n_categories, dtype=np.int64))])
+
+
+def observed_csr(codes, n_categories, *, drop_empty: bool = False):
+    """CSR layout ``(indptr, indices)`` of the one-hot design of the observed entries.
+
+    Row ``s`` of the design holds a one in column ``offsets[n] + x_sn`` for every
+    observed entry (``x_sn >= 0``), where ``offsets = offsets_of(n_categories)``: the
+    row's entries into the stacked factors. Row-major order lists each row's entries
+    by increasing column, so no sorting is needed.
+
+    Parameters
+    ----------
+    codes : ndarray of int, shape (S, N)
+        Validated codes; ``-1`` marks a missing entry.
+    n_categories : sequence of int, shape (N,)
+    drop_empty : bool, default False
+        Leave out the rows with no observed entry (they carry no information for the
+        likelihood), as the EM map does.
+
+    Returns
+    -------
+    indptr : ndarray of int64, shape (rows + 1,)
+    indices : ndarray of int64, shape (observed entries,)
+
+    Examples
+    --------
+    >>> observed_csr(np.array([[0, 1], [-1, -1], [1, -1]]), [2, 2])
+    (array([0, 2, 2, 3]), array([0, 3, 1]))
+    >>> observed_csr(np.array([[0, 1], [-1, -1], [1, -1]]), [2, 2], drop_empty=True)[0]
+    array([0, 2, 3])
+    """
+    codes = np.asarray(codes)
+    mask = codes >= 0
+    per_row = mask.sum(axis=1)
+    if drop_empty:
+        per_row = per_row[per_row > 0]
+    indptr = np.zeros(per_row.size + 1, dtype=np.int64)
+    np.cumsum(per_row, out=indptr[1:])
+    indices = (offsets_of(n_categories)[:-1] + codes)[mask].astype(np.int64, copy=False)
+    return indptr, indices
+
+
+def one_hot_design(
+    codes, n_categories, *, drop_empty: bool = False, dtype=np.float64
+) -> sp.csr_matrix:
+    """Sparse one-hot design ``O`` of the observed entries, (S, sum I_n).
+
+    ``O[s, offsets[n] + x_sn] = 1`` for every observed entry; a missing entry leaves
+    its block of the row zero. The design of the EM map (``O @ log A``), of the
+    pairwise marginals (``O.T @ O``), of the PyMC likelihood and of the one-hot
+    features of the baselines. See :func:`observed_csr` for the arguments;
+    ``dtype`` is that of the ones.
+
+    Examples
+    --------
+    >>> one_hot_design(np.array([[0, 1], [-1, -1], [1, -1]]), [2, 2]).toarray()
+    array([[1., 0., 0., 1.],
+           [0., 0., 0., 0.],
+           [0., 1., 0., 0.]])
+    >>> one_hot_design(np.array([[0, 1], [-1, -1]]), [2, 2], drop_empty=True).shape
+    (1, 4)
+    """
+    indptr, indices = observed_csr(codes, n_categories, drop_empty=drop_empty)
+    n_total = int(np.sum(np.asarray(n_categories, dtype=np.int64)))
+    return sp.csr_matrix(
+        (np.ones(indices.size, dtype=dtype), indices, indptr),
+        shape=(indptr.size - 1, n_total),
+    )
 
 
 def stack_factors(factors) -> np.ndarray:

@@ -53,13 +53,8 @@ def main(argv=None):
 
     warnings.filterwarnings("ignore", message="Using NumPy C-API based implementation")
     warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
-    from bayespmf.kernels.em import (
-        build_em_kernel,
-        init_random,
-        onehot_design,
-        sparse_em_step,
-    )
-    from bayespmf.pmf import offsets_of
+    from bayespmf.kernels.em import build_em_kernel, init_random, sparse_em_step
+    from bayespmf.pmf import offsets_of, one_hot_design
 
     codes = make_data(
         args.n_samples, args.n_variables, args.n_categories, args.missing, args.seed
@@ -71,7 +66,7 @@ def main(argv=None):
     t = time.perf_counter()
     kernel = build_em_kernel(codes, n_cat, args.rank)
     compile_s = time.perf_counter() - t
-    onehot = onehot_design(codes, n_cat)
+    onehot = one_hot_design(codes, n_cat, drop_empty=True)
     offsets = offsets_of(n_cat)
 
     ref = sparse_em_step(onehot, offsets, w, a)

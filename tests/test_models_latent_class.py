@@ -3,16 +3,24 @@ import warnings
 
 import arviz as az
 import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
 import pytest
+import xarray as xr
+from pymc.model.transform.conditioning import remove_value_transforms
 
 from bayespmf import CategoricalData, DataValidationError
 from bayespmf.datasets import make_latent_class
 from bayespmf.estimators import LatentClassPMF
 from bayespmf.models import (
+    LatentClassRows,
     align_labels,
     convergence_summary,
+    impute,
     initvals_from_params,
     latent_class_model,
+    model_data,
+    posterior_class_proba,
     posterior_predict_proba,
     sample,
 )
@@ -27,8 +35,9 @@ def small():
     return data, truth
 
 
-def brute_force_loglik(codes, weights, factors):
-    total = 0.0
+def brute_force_row_logliks(codes, weights, factors):
+    """Per-row log-likelihood by enumerating the classes, loop by loop."""
+    out = []
     for row in codes:
         p = 0.0
         for f in range(len(weights)):
@@ -37,8 +46,38 @@ def brute_force_loglik(codes, weights, factors):
                 if x >= 0:
                     term *= factors[n][x, f]
             p += term
-        total += np.log(p)
-    return total
+        out.append(np.log(p))
+    return np.array(out)
+
+
+def brute_force_loglik(codes, weights, factors):
+    return brute_force_row_logliks(codes, weights, factors).sum()
+
+
+def brute_force_membership(codes, weights, factors):
+    """Pr(class | observed entries) by Bayes' rule, loop by loop."""
+    out = np.zeros((len(codes), len(weights)))
+    for s, row in enumerate(codes):
+        for f in range(len(weights)):
+            out[s, f] = weights[f] * np.prod(
+                [factors[n][x, f] for n, x in enumerate(row) if x >= 0]
+            )
+        out[s] /= out[s].sum()
+    return out
+
+
+def row_logp_fn(model):
+    """Per-row logp of the observed rows as a function of the constrained parameters."""
+    x = model["x"]
+    return model.compile_fn(
+        pm.logp(x, model["rows"]), inputs=model.free_RVs, on_unused_input="ignore"
+    )
+
+
+def point_of(data, weights, factors):
+    return {"weights": weights} | {
+        factor_var_name(n): a.T for n, a in zip(data.names, factors, strict=True)
+    }
 
 
 def test_logp_equals_enumeration(small, rng):
@@ -46,14 +85,38 @@ def test_logp_equals_enumeration(small, rng):
     model = latent_class_model(data, rank=2)
     w = rng.dirichlet(np.ones(2))
     factors = [rng.dirichlet(np.ones(k), size=2).T for k in data.n_categories]
-    # evaluate the potential at constrained values through a compiled function
-    fn = model.compile_fn(model["loglik"], inputs=model.free_RVs, on_unused_input="ignore")
-    args = {"weights": w} | {
-        factor_var_name(n): a.T for n, a in zip(data.names, factors, strict=True)
-    }
-    got = fn(args)
-    want = brute_force_loglik(data.codes, w, factors)
-    assert got == pytest.approx(want, rel=1e-12)
+    got = row_logp_fn(model)(point_of(data, w, factors))
+    want = brute_force_row_logliks(data.codes, w, factors)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    # the model's log-likelihood term is their sum (at constrained values)
+    untransformed = remove_value_transforms(model)
+    total = untransformed.compile_logp(vars=[untransformed["x"]])(
+        point_of(data, w, factors)
+    )
+    assert total == pytest.approx(brute_force_loglik(data.codes, w, factors), rel=1e-12)
+
+
+def test_rows_distribution_logp_and_draws():
+    w = np.array([0.3, 0.7])
+    a = [np.array([[0.9, 0.1], [0.2, 0.8]]), np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])]
+    x = LatentClassRows.dist(w, a, shape=(4000, 2))
+    codes = np.array([[0, 2], [-1, 1], [1, -1], [-1, -1], [2, 0], [0, -2]])
+    lp = pm.logp(x, codes).eval()
+    factors = [m.T for m in a]
+    np.testing.assert_allclose(lp[:4], brute_force_row_logliks(codes[:4], w, factors))
+    assert lp[4] == -np.inf and lp[5] == -np.inf  # a code outside [-1, I_n)
+    draws = pm.draw(x, random_seed=1)
+    assert draws.shape == (4000, 2)
+    assert draws.min() >= 0 and (draws.max(0) < [2, 3]).all()
+    # the generative graph draws from the joint PMF sum_f w_f a0[f, i] a1[f, j]
+    joint = np.einsum("f,fi,fj->ij", w, a[0], a[1])
+    freq = np.zeros((2, 3))
+    np.add.at(freq, (draws[:, 0], draws[:, 1]), 1.0 / len(draws))
+    np.testing.assert_array_less(
+        np.abs(freq - joint), 4 * np.sqrt(joint / len(draws)) + 1e-3
+    )
+    with pytest.raises(DataValidationError, match="static number of categories"):
+        LatentClassRows.dist(w, [pt.matrix("a")], shape=(1, 1))
 
 
 def test_model_dims_and_coords():
@@ -68,6 +131,28 @@ def test_model_dims_and_coords():
     assert list(model.coords["size_category"]) == ["S", "M", "L"]
     assert len(model.coords["class"]) == 3
     assert len(model.coords["row"]) == 2  # the all-missing row is dropped
+    # the rows are data and the likelihood an observed variable, on named dims
+    assert list(model.coords["variable"]) == ["colour", "size"]
+    assert model.named_vars_to_dims["rows"] == ("row", "variable")
+    assert model.named_vars_to_dims["x"] == ("row", "variable")
+    assert model["x"] in model.observed_RVs and model["rows"] in model.data_vars
+    # nothing hangs on the model object: sample() reads it all back from the model
+    assert not [k for k in vars(model) if k.startswith("_bayespmf")]
+    got, rank = model_data(model)
+    assert rank == 3 and got == data.drop_empty_rows()
+    assert got.categories == [["red", "blue"], ["S", "M", "L"]]
+    with pytest.raises(DataValidationError, match="latent_class_model"):
+        model_data(pm.Model())
+
+
+def test_prior_predictive(small):
+    data, _ = small
+    model = latent_class_model(data, rank=2)
+    prior = pm.sample_prior_predictive(draws=20, model=model, random_seed=0)
+    x = prior.prior_predictive["x"]
+    assert x.dims == ("chain", "draw", "row", "variable")
+    assert x.shape == (1, 20, data.n_samples, 3)
+    assert (x.values >= 0).all() and (x.values.max((0, 1, 2)) < data.n_categories).all()
 
 
 def test_model_errors(small):
@@ -97,8 +182,12 @@ def test_model_errors(small):
         sample(data)
 
 
-def fake_idata(truth, perms, noise=0.0, rng=None):
-    """Posterior draws equal to the truth with the classes permuted per draw."""
+def fake_idata(truth, perms, noise=0.0, rng=None, data=None):
+    """Posterior draws equal to the truth with the classes permuted per draw.
+
+    With ``data``, the dims and coordinates are those of ``latent_class_model(data)``
+    (so PyMC's predictive sampling takes the draws as they are).
+    """
     w = truth.weights[perms]
     if noise:
         w = w + noise * rng.random(w.shape)
@@ -114,7 +203,12 @@ def fake_idata(truth, perms, noise=0.0, rng=None):
     dims = {"weights": ["class"]} | {
         factor_var_name(n): ["class", f"{n}_category"] for n in names
     }
-    return az.from_dict(posterior=post, dims=dims), names
+    coords = None
+    if data is not None:
+        coords = {"class": np.arange(len(truth.weights))} | {
+            f"{n}_category": cats for n, cats in zip(names, data.categories, strict=True)
+        }
+    return az.from_dict(posterior=post, dims=dims, coords=coords), names
 
 
 def test_align_undoes_planted_permutation(rng):
@@ -164,6 +258,126 @@ def test_posterior_predict_proba(rng):
         posterior_predict_proba(idata, data, target="nope", model_data=data)
 
 
+def test_posterior_predictive_marginals_match_data(rng):
+    # draws at the truth: new rows from pm.sample_posterior_predictive have the
+    # data's one-way marginals up to the data's own sampling error
+    data, truth = make_latent_class(
+        1500, [3, 2, 4], rank=2, observed_prob=0.8, drop_empty_rows=True, random_state=7
+    )
+    model = latent_class_model(data, rank=2)
+    perms = np.array([rng.permutation(2) for _ in range(2 * 25)]).reshape(2, 25, 2)
+    idata, _ = fake_idata(truth, perms, data=data)
+    with model:
+        pp = pm.sample_posterior_predictive(idata, random_seed=3, progressbar=False)
+    x = pp.posterior_predictive["x"]
+    assert x.dims == ("chain", "draw", "row", "variable")
+    assert x.shape == (2, 25, data.n_samples, 3)
+    for n, k in enumerate(data.n_categories):
+        obs = data.codes[:, n][data.codes[:, n] >= 0]
+        p_data = np.bincount(obs, minlength=k) / obs.size
+        p_pp = np.bincount(x.values[..., n].ravel(), minlength=k) / x[..., n].size
+        se = np.sqrt(p_data * (1 - p_data) / obs.size)
+        np.testing.assert_array_less(np.abs(p_pp - p_data), 4 * se + 0.005)
+
+
+def test_impute_follows_the_fitted_conditional(rng):
+    data, truth = make_latent_class(
+        40, [3, 2, 4], rank=2, observed_prob=0.6, drop_empty_rows=True, random_state=5
+    )
+    n_draws = 3000
+    perms = np.array([rng.permutation(2) for _ in range(n_draws)]).reshape(1, -1, 2)
+    idata, _ = fake_idata(truth, perms, data=data)  # labels permuted draw by draw
+    filled = impute(idata, data, random_seed=0)
+    assert filled.dims == ("chain", "draw", "row", "variable")
+    assert filled.shape == (1, n_draws, data.n_samples, 3)
+    codes = filled.values[0]
+    mask = data.mask
+    # observed cells are kept, missing ones filled with codes in range
+    np.testing.assert_array_equal(
+        codes[:, mask], np.broadcast_to(data.codes[mask], (n_draws, mask.sum()))
+    )
+    assert (codes >= 0).all() and (codes.max((0, 1)) < data.n_categories).all()
+    point = LatentClassPMF.from_params(truth.weights, truth.factors)
+    for n, k in enumerate(data.n_categories):
+        rows = np.flatnonzero(~mask[:, n])
+        want = point.predict_proba(data, n)[rows]  # Pr(x_n | observed entries)
+        freq = (codes[:, rows, n, None] == np.arange(k)).mean(0)
+        se = np.sqrt(want * (1 - want) / n_draws)
+        np.testing.assert_array_less(np.abs(freq - want), 5 * se + 2e-3)
+    # without 'data': the rows recorded by sample() in observed_data
+    rows = xr.DataArray(
+        np.asarray(data.codes),
+        dims=("row", "variable"),
+        coords={"variable": list(data.names)},
+    )
+    idata.add_groups(observed_data=xr.Dataset({"x": rows}))
+    again = impute(idata, random_seed=0)
+    np.testing.assert_array_equal(again.values, filled.values)
+
+
+def test_compute_log_likelihood_equals_row_logliks_and_loo_runs(small, rng):
+    data, truth = small
+    model = latent_class_model(data, rank=2)
+    draws = 30
+    w = rng.dirichlet(10 * truth.weights, size=(2, draws))
+    post = {"weights": w}
+    factors = []
+    for n, a in zip(data.names, truth.factors, strict=True):
+        # (chain, draw, class, category), near the truth
+        draw = np.stack([rng.dirichlet(50 * col + 0.1, size=(2, draws)) for col in a.T], 2)
+        post[factor_var_name(n)] = draw
+        factors.append(draw)
+    idata = az.from_dict(
+        posterior=post,
+        dims={"weights": ["class"]}
+        | {factor_var_name(n): ["class", f"{n}_category"] for n in data.names},
+    )
+    pm.compute_log_likelihood(idata, model=model, progressbar=False)
+    ll = idata.log_likelihood["x"]
+    assert ll.dims == ("chain", "draw", "row")
+    for c, d in [(0, 0), (1, draws - 1), (0, 7)]:
+        want = brute_force_row_logliks(data.codes, w[c, d], [f[c, d].T for f in factors])
+        np.testing.assert_allclose(ll.values[c, d], want, rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Estimated shape parameter of Pareto")
+        loo = az.loo(idata)
+    assert np.isfinite(loo.elpd_loo)
+    assert loo.elpd_loo == pytest.approx(ll.values.mean((0, 1)).sum(), abs=5.0)
+
+
+def test_membership_is_bayes_rule_when_every_draw_is_the_truth(small, rng):
+    data, truth = small
+    perms = np.zeros((2, 15, 2), dtype=int) + np.arange(2)  # aligned draws
+    idata, _ = fake_idata(truth, perms, data=data)
+    member = posterior_class_proba(idata, data, hdi_prob=0.9)
+    assert member["mean"].dims == ("row", "class")
+    assert member.attrs["hdi_prob"] == 0.9
+    want = brute_force_membership(data.codes, truth.weights, truth.factors)
+    np.testing.assert_allclose(member["mean"].values, want, rtol=1e-10)
+    est = LatentClassPMF.from_params(truth.weights, truth.factors)
+    np.testing.assert_allclose(member["mean"].values, est.predict_class_proba(data))
+    np.testing.assert_allclose(member["sd"].values, 0.0, atol=1e-12)
+    np.testing.assert_allclose(member["hdi_lower"].values, want, rtol=1e-10)
+    np.testing.assert_allclose(member["hdi_upper"].values, want, rtol=1e-10)
+    frame = member.to_dataframe()
+    assert len(frame) == 2 * data.n_samples
+    draws = posterior_class_proba(idata, data, return_draws=True)
+    assert draws.dims == ("chain", "draw", "row", "class")
+    np.testing.assert_allclose(draws.values[1, 3], want, rtol=1e-10)
+
+
+def test_membership_intervals_cover_the_draws(small, rng):
+    data, truth = small
+    perms = np.zeros((2, 200, 2), dtype=int) + np.arange(2)
+    idata, _ = fake_idata(truth, perms, noise=0.05, rng=rng, data=data)
+    member = posterior_class_proba(idata, data)
+    draws = posterior_class_proba(idata, data, return_draws=True)
+    np.testing.assert_allclose(member["mean"], draws.mean(("chain", "draw")))
+    inside = (draws >= member["hdi_lower"]) & (draws <= member["hdi_upper"])
+    assert float(inside.mean()) == pytest.approx(0.94, abs=0.02)
+    np.testing.assert_allclose(member["mean"].sum("class"), 1.0)
+
+
 @pytest.mark.slow
 def test_nuts_from_point_estimate(small):
     data, truth = small
@@ -199,6 +413,23 @@ def test_nuts_from_point_estimate(small):
     # after alignment to the start, the posterior mean sits near the (permuted) truth
     mean_w = idata.posterior["weights"].mean(("chain", "draw")).values
     np.testing.assert_allclose(mean_w, start[0], atol=0.2)
+    # the rows travel with the draws; the PyMC tools work on the output
+    np.testing.assert_array_equal(idata.observed_data["x"].values, data.codes)
+    np.testing.assert_array_equal(idata.constant_data["rows"].values, data.codes)
+    with model:
+        pp = pm.sample_posterior_predictive(idata, random_seed=0, progressbar=False)
+    x = pp.posterior_predictive["x"].values
+    assert x.shape == (2, 100, data.n_samples, 3)
+    for n, k in enumerate(data.n_categories):
+        obs = data.codes[:, n][data.codes[:, n] >= 0]
+        p_data = np.bincount(obs, minlength=k) / obs.size
+        p_pp = np.bincount(x[..., n].ravel(), minlength=k) / x[..., n].size
+        # posterior predictive: the data's sampling error plus the posterior spread
+        np.testing.assert_array_less(np.abs(p_pp - p_data), 0.08)
+    member = posterior_class_proba(idata)
+    assert member["mean"].shape == (data.n_samples, 2)
+    filled = impute(idata, random_seed=0)
+    assert (filled.values >= 0).all()
 
 
 @pytest.mark.slow

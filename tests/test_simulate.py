@@ -246,7 +246,7 @@ def test_separable_skips_variables_too_small_for_anchors():
         (dict(n_categories=3), DataValidationError, "needs 'n_variables'"),
         (dict(n_categories=[3, 3], n_variables=3), DataValidationError, "disagrees"),
         (dict(n_categories=[3, 1]), DataValidationError, r"\[2, 100000\]; got \[1\]"),
-        (dict(n_categories=[[3, 3]]), DataValidationError, "non-empty sequence of ints"),
+        (dict(n_categories=[[3, 3]]), DataValidationError, "1-D sequence of ints"),
         (dict(n_categories=1, n_variables=2), ValueError, "'n_categories'.*>= 2|in \\[2"),
         (dict(n_samples=0), ValueError, "'n_samples' parameter of make_latent_class"),
         (dict(rank=0), ValueError, "'rank' parameter"),

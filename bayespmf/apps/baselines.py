@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from bayespmf._validation import check_float, check_int, check_random_state
-from bayespmf.pmf import offsets_of
+from bayespmf.pmf import one_hot_design
 
 __all__ = [
     "CLASSIFIER_GRIDS",
@@ -93,15 +93,8 @@ def one_hot_features(codes, n_categories, exclude: int | None = None) -> sp.csr_
     (2, 3)
     """
     codes = np.asarray(codes, dtype=np.int64)
-    n_cat = np.asarray(n_categories, dtype=np.int64)
     keep = [n for n in range(codes.shape[1]) if n != exclude]
-    codes, n_cat = codes[:, keep], n_cat[keep]
-    off = offsets_of(n_cat)
-    rows, cols = np.nonzero(codes >= 0)
-    flat = off[cols] + codes[rows, cols]
-    return sp.csr_matrix(
-        (np.ones(rows.size), (rows, flat)), shape=(codes.shape[0], int(off[-1]))
-    )
+    return one_hot_design(codes[:, keep], np.asarray(n_categories, dtype=np.int64)[keep])
 
 
 def make_classifier(name: str, random_state=None, **params):

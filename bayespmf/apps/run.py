@@ -256,7 +256,7 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
     import matplotlib.pyplot as plt
 
     from bayespmf.models import convergence_summary, posterior_predict_proba, sample
-    from bayespmf.plots import plot_posterior_trace
+    from bayespmf.plots import plot_posterior_factors, plot_posterior_trace
 
     s = spec.sample
     train = train.drop_empty_rows()
@@ -347,6 +347,10 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
         fig.savefig(out / "trace.png", dpi=90)
         plt.close(fig)
         written.append("trace.png")
+        fig = plot_posterior_factors(idata, data.names[:_MAX_PLOTTED])
+        fig.savefig(out / "posterior_factors.png", dpi=90)
+        plt.close(fig)
+        written.append("posterior_factors.png")
     return idata, conv
 
 

@@ -44,6 +44,7 @@ from bayespmf.apps.baselines import (
     rating_average,
 )
 from bayespmf.data import CategoricalData
+from bayespmf.fit.latent_class import EM_METHODS, METHODS, max_identifiable_rank
 from bayespmf.pmf import LatentClassParams, conditional_pmf, split_factors
 
 __all__ = [
@@ -69,9 +70,9 @@ DEFAULT_RANKS = (2, 3, 5, 8, 12, 20)
 #: Roughly geometric so the cost stays a few evaluations per fit.
 ITER_CHECKPOINTS = (5, 10, 20, 50, 100, 200, 500)
 
-#: Methods whose last stage is EM (their iteration count is selected on validation).
-_EM_METHODS = {"em": None, "squarem": "squarem", "cnmf-spa-em": None}
-_EM_METHODS["cnmf-spa-squarem"] = "squarem"
+#: Methods whose last stage is one EM run (their iteration count is selected on
+#: validation): the EM-based methods of bayespmf.fit but the multi-start "auto".
+_EM_METHODS = tuple(m for m in EM_METHODS if m != "auto")
 
 #: Hyperparameter grid of the biased-MF baseline, searched on the validation part.
 BMF_GRID = {"rank": [2, 5, 10], "reg": [1.0, 3.0, 10.0, 30.0]}
@@ -343,8 +344,6 @@ def _reraise_others(caught):
 
 def _select_latent(method, split, ranks, seed, max_iter, tol):
     """Fit ``method`` at every rank; keep the (rank, iterate) best on validation."""
-    from bayespmf.fit import max_identifiable_rank
-
     best = {"score": -np.inf}
     limit = max_identifiable_rank(split.n_cat)
     notes = []
@@ -387,9 +386,11 @@ def _posterior_trial(split, rank, init, opts, seed, progressbar):
     from bayespmf.models import convergence_summary, posterior_predict_proba, sample
 
     train = split.train.drop_empty_rows()
-    extra = {}
+    sampler = {k: opts[k] for k in ("method", "draws", "tune", "chains")}
     if opts["method"] == "nuts":
-        extra["cores"] = opts["cores"] or min(opts["chains"], n_cpus())
+        sampler["cores"] = opts["cores"] or min(opts["chains"], n_cpus())
+    else:  # ADVI: one chain of draws from the fitted approximation
+        sampler["chains"] = 1
     t0 = time.perf_counter()
     logger = logging.getLogger("pymc")
     level = logger.level
@@ -400,14 +401,10 @@ def _posterior_trial(split, rank, init, opts, seed, progressbar):
             train,
             rank=rank,
             init=init,
-            method=opts["method"],
-            draws=opts["draws"],
-            tune=opts["tune"],
-            chains=opts["chains"] if opts["method"] == "nuts" else 1,
             random_seed=seed,
             progressbar=progressbar,
             log_likelihood=False,
-            **extra,
+            **sampler,
         )
     finally:
         logger.setLevel(level)
@@ -513,22 +510,48 @@ def _surprise_trial(split, seed):
 # --------------------------------------------------------------------- driver
 
 
+def _record(method, kind, trial, seed, metrics, selected, fit_s, total_s, **extra):
+    """One per-trial row of the table's ``.attrs["trials"]``."""
+    return {
+        "method": method,
+        "kind": kind,
+        "trial": trial,
+        "seed": seed,
+        **metrics,
+        "selected": selected,
+        "fit_s": fit_s,
+        "total_s": total_s,
+        "not_converged": 0,
+    } | extra
+
+
 def _run(
-    task,
+    owner,
     split_fn,
+    baseline_fn,
+    allowed_baselines,
     methods,
     baselines,
-    baseline_fn,
     n_trials,
     ranks,
-    random_state,
+    fractions,
     max_iter,
     tol,
+    random_state,
     posterior,
     progressbar,
 ):
-    seeds = _trial_seeds(random_state, n_trials)
+    """Check the arguments of ``owner`` (classify, predict_ratings); run its trials."""
+    methods = _check_names(methods, METHODS, "method")
+    baselines = _check_names(baselines, allowed_baselines, "baseline")
+    n_trials = check_int(n_trials, "n_trials", owner=owner, low=1)
+    ranks = _check_ranks(ranks)
+    if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-9:
+        raise DataValidationError(
+            f"'fractions' must be three fractions summing to 1; got {fractions!r}."
+        )
     opts = _posterior_options(posterior)
+    seeds = _trial_seeds(random_state, n_trials)
     n_post = 0
     if opts is not None:
         n_post = (
@@ -536,7 +559,7 @@ def _run(
         )
     total = n_trials * (len(methods) + len(baselines)) + n_post
     records = []
-    with progress_bar(total, task, enabled=progressbar) as bar:
+    with progress_bar(total, owner, enabled=progressbar) as bar:
         for trial, seed in enumerate(seeds):
             split = split_fn(seed)
             chosen = {}
@@ -545,63 +568,65 @@ def _run(
             if need is not None and need not in run_methods:
                 run_methods.append(need)
             for method in run_methods:
-                bar.set_description(f"{task} trial {trial + 1}/{n_trials}: {method}")
+                bar.set_description(f"{owner} trial {trial + 1}/{n_trials}: {method}")
                 best = _select_latent(method, split, ranks, seed, max_iter, tol)
                 chosen[method] = best
                 if method not in methods:
                     continue
                 metrics = split.evaluate_proba(_params_proba(best["params"]), "test")
+                selected = f"rank={best['rank']}, iter={best['n_iter']}"
                 records.append(
-                    {
-                        "method": method,
-                        "kind": "latent-class",
-                        "trial": trial,
-                        "seed": seed,
-                        **metrics,
-                        "selected": f"rank={best['rank']}, iter={best['n_iter']}",
-                        "fit_s": best["fit_s"],
-                        "total_s": best["total_s"],
-                        "not_converged": best["not_converged"],
-                    }
+                    _record(
+                        method,
+                        "latent-class",
+                        trial,
+                        seed,
+                        metrics,
+                        selected,
+                        best["fit_s"],
+                        best["total_s"],
+                        not_converged=best["not_converged"],
+                    )
                 )
                 bar.update()
             for name in baselines:
-                bar.set_description(f"{task} trial {trial + 1}/{n_trials}: {name}")
+                bar.set_description(f"{owner} trial {trial + 1}/{n_trials}: {name}")
                 metrics, param, fit_s, total_s, *nc = baseline_fn(name, split, seed)
+                extra = {"not_converged": nc[0]} if nc else {}
                 records.append(
-                    {
-                        "method": name,
-                        "kind": "baseline",
-                        "trial": trial,
-                        "seed": seed,
-                        **metrics,
-                        "selected": param,
-                        "fit_s": fit_s,
-                        "total_s": total_s,
-                        "not_converged": nc[0] if nc else 0,
-                    }
+                    _record(
+                        name,
+                        "baseline",
+                        trial,
+                        seed,
+                        metrics,
+                        param,
+                        fit_s,
+                        total_s,
+                        **extra,
+                    )
                 )
                 bar.update()
             if trial < n_post:
                 src = chosen[opts["rank_from"]]
                 name = f"{opts['method']}-posterior"
-                bar.set_description(f"{task} trial {trial + 1}/{n_trials}: {name}")
+                bar.set_description(f"{owner} trial {trial + 1}/{n_trials}: {name}")
                 metrics, elapsed, rhat, _ = _posterior_trial(
                     split, src["rank"], src["params"], opts, seed, progressbar=False
                 )
+                selected = f"rank={src['rank']} (from {opts['rank_from']})"
                 records.append(
-                    {
-                        "method": name,
-                        "kind": "posterior",
-                        "trial": trial,
-                        "seed": seed,
-                        **metrics,
-                        "selected": f"rank={src['rank']} (from {opts['rank_from']})",
-                        "fit_s": elapsed,
-                        "total_s": elapsed,
-                        "not_converged": 0,
-                        "r_hat_max": rhat,
-                    }
+                    _record(
+                        name,
+                        "posterior",
+                        trial,
+                        seed,
+                        metrics,
+                        selected,
+                        elapsed,
+                        elapsed,
+                        r_hat_max=rhat,
+                    )
                 )
                 bar.update()
     return records
@@ -716,25 +741,20 @@ def classify(
     >>> bool(table.loc["cnmf-spa-em", "accuracy_mean"] > 80)
     True
     """
-    from bayespmf.estimators.latent_class import METHODS
-
     data, j = _resolve_classify(data_or_name, target)
-    methods = _check_names(methods, METHODS, "method")
-    baselines = _check_names(baselines, CLASSIFIERS, "baseline")
-    n_trials = check_int(n_trials, "n_trials", owner="classify", low=1)
-    ranks = _check_ranks(ranks)
-    _posterior_options(posterior)
     records = _run(
         "classify",
         lambda seed: _ClassifySplit(data, j, fractions, seed),
+        _classifier_trial,
+        CLASSIFIERS,
         methods,
         baselines,
-        _classifier_trial,
         n_trials,
         ranks,
-        random_state,
+        fractions,
         max_iter,
         tol,
+        random_state,
         posterior,
         progressbar,
     )
@@ -802,29 +822,20 @@ def predict_ratings(
     >>> bool(t.loc["cnmf-spa-em", "rmse_mean"] < 1.2)
     True
     """
-    from bayespmf.estimators.latent_class import METHODS
-
     data = _resolve_ratings(data_or_genre)
-    methods = _check_names(methods, METHODS, "method")
-    baselines = _check_names(baselines, RATING_BASELINES, "baseline")
-    n_trials = check_int(n_trials, "n_trials", owner="predict_ratings", low=1)
-    ranks = _check_ranks(ranks)
-    _posterior_options(posterior)
-    if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-9:
-        raise DataValidationError(
-            f"'fractions' must be three fractions summing to 1; got {fractions!r}."
-        )
     records = _run(
-        "ratings",
+        "predict_ratings",
         lambda seed: _RatingSplit(data, fractions, seed),
+        _rating_baseline_trial,
+        RATING_BASELINES,
         methods,
         baselines,
-        _rating_baseline_trial,
         n_trials,
         ranks,
-        random_state,
+        fractions,
         max_iter,
         tol,
+        random_state,
         posterior,
         progressbar,
     )

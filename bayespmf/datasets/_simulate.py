@@ -13,18 +13,17 @@ same data and parameters on every call; no global random state is touched.
 
 from __future__ import annotations
 
-import difflib
-import numbers
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 from bayespmf._validation import (
-    MAX_CATEGORIES,
     DataValidationError,
+    check_choice,
     check_float,
     check_int,
+    check_n_categories,
     check_random_state,
 )
 from bayespmf.data import MISSING, CategoricalData
@@ -110,57 +109,17 @@ class SimplexNestTruth(NamedTuple):
 # shared checks
 
 
-def _check_choice(value, name: str, choices: Sequence[str], owner: str) -> str:
-    if isinstance(value, str) and value.lower() in choices:
-        return value.lower()
-    close = difflib.get_close_matches(str(value).lower(), choices, n=2)
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    raise DataValidationError(
-        f"The '{name}' parameter of {owner} must be one of "
-        f"{', '.join(repr(c) for c in choices)}. Got {value!r}.{hint}"
-    )
-
-
 def _check_n_categories(n_categories, n_variables) -> np.ndarray:
     owner = "make_latent_class"
-    if isinstance(n_categories, numbers.Integral) and not isinstance(n_categories, bool):
-        if n_variables is None:
-            raise DataValidationError(
-                "make_latent_class needs 'n_variables' when 'n_categories' is a single "
-                f"int ({n_categories}); pass n_variables=N, or pass one alphabet size "
-                "per variable as a sequence."
-            )
-        n_var = check_int(n_variables, "n_variables", owner=owner, low=1)
-        size = check_int(
-            n_categories, "n_categories", owner=owner, low=2, high=MAX_CATEGORIES
-        )
-        return np.full(n_var, size, dtype=np.int64)
-    try:
-        arr = np.asarray(n_categories)
-    except Exception as err:  # ragged input and the like
+    if n_variables is not None:
+        n_variables = check_int(n_variables, "n_variables", owner=owner, low=1)
+    elif np.ndim(n_categories) == 0:
         raise DataValidationError(
-            f"'n_categories' must be an int or a sequence of ints. Got {n_categories!r}."
-        ) from err
-    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
-        raise DataValidationError(
-            "The 'n_categories' parameter of make_latent_class must be an int (with "
-            f"'n_variables') or a non-empty sequence of ints. Got {n_categories!r}."
+            "make_latent_class needs 'n_variables' when 'n_categories' is a single "
+            f"int ({n_categories!r}); pass n_variables=N, or pass one alphabet size "
+            "per variable as a sequence."
         )
-    if (
-        n_variables is not None
-        and check_int(n_variables, "n_variables", owner=owner, low=1) != arr.size
-    ):
-        raise DataValidationError(
-            f"'n_variables' ({n_variables}) disagrees with the length of 'n_categories' "
-            f"({arr.size}). Leave 'n_variables' out when passing a sequence."
-        )
-    bad = np.flatnonzero((arr < 2) | (arr > MAX_CATEGORIES))
-    if bad.size:
-        raise DataValidationError(
-            f"Every alphabet size in 'n_categories' must be an int in [2, "
-            f"{MAX_CATEGORIES}]; got {arr[bad].tolist()} for variable(s) {bad.tolist()}."
-        )
-    return arr.astype(np.int64)
+    return check_n_categories(n_categories, n_variables, owner=owner)
 
 
 def _check_observed_prob(observed_prob, n_variables: int) -> np.ndarray:
@@ -237,7 +196,7 @@ def _separable_factors(rng, n_cat, rank, epsilon, eligible) -> list:
 def _check_weights_prior(weights_prior, rank: int):
     """Return the prior's name, or the weights themselves as a float array."""
     if isinstance(weights_prior, str):
-        return _check_choice(
+        return check_choice(
             weights_prior, "weights_prior", _WEIGHTS_PRIORS, "make_latent_class"
         )
     try:
@@ -429,7 +388,7 @@ def make_latent_class(
     n_var = n_cat.size
     rank = check_int(rank, "rank", owner=owner, low=1)
     p_obs = _check_observed_prob(observed_prob, n_var)
-    factor_prior = _check_choice(factor_prior, "factor_prior", _FACTOR_PRIORS, owner)
+    factor_prior = check_choice(factor_prior, "factor_prior", _FACTOR_PRIORS, owner)
     if not isinstance(drop_empty_rows, bool | np.bool_):
         raise DataValidationError(
             f"'drop_empty_rows' must be True or False. Got {drop_empty_rows!r}."
@@ -672,7 +631,7 @@ def make_simplex_nest(
     array([100, 100, 100, 100, 100])
     """
     owner = "make_simplex_nest"
-    kernel = _check_choice(kernel, "kernel", _KERNELS, owner)
+    kernel = check_choice(kernel, "kernel", _KERNELS, owner)
     n_samples = check_int(n_samples, "n_samples", owner=owner, low=1)
     n_features = check_int(n_features, "n_features", owner=owner, low=1)
     n_vertices = check_int(n_vertices, "n_vertices", owner=owner)

@@ -137,7 +137,7 @@ class LatentClassPMF(BaseEstimator):
     >>> model.weights_.shape, model.factors_[1].shape
     ((2,), (4, 2))
     >>> model.optima_[["n_starts", "gap"]].round(3).to_numpy().tolist()
-    [[10.0, 0.0]]
+    [[30.0, 0.0]]
     >>> bool(model.score(data) < 0)
     True
     """

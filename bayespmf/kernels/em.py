@@ -75,12 +75,17 @@ from typing import NamedTuple
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-import scipy.sparse as sp
 from pytensor.graph.basic import Apply
 from pytensor.link.c.op import COp
 
 from bayespmf._validation import as_codes, check_int, check_random_state
-from bayespmf.pmf import LatentClassParams, offsets_of, split_factors
+from bayespmf.pmf import (
+    LatentClassParams,
+    observed_csr,
+    offsets_of,
+    one_hot_design,
+    split_factors,
+)
 
 __all__ = [
     "BACKENDS",
@@ -95,8 +100,6 @@ __all__ = [
     "em_step_numpy",
     "init_random",
     "normalize_blocks",
-    "observed_csr",
-    "onehot_design",
     "sparse_em_step",
 ]
 
@@ -324,22 +327,6 @@ class EStepStats(COp):
 # ---------------------------------------------------------------- data preparation
 
 
-def observed_csr(codes: np.ndarray, n_categories: np.ndarray):
-    """CSR layout of the observed entries: ``(indptr, indices)`` over non-empty rows.
-
-    ``indices`` are flat row numbers ``offsets[n] + x_n`` into the stacked factors.
-    """
-    offsets = offsets_of(n_categories)
-    mask = codes >= 0
-    keep = mask.any(axis=1)
-    sub, sub_mask = codes[keep], mask[keep]
-    rows, cols = np.nonzero(sub_mask)  # row-major order, as CSR needs
-    indices = (offsets[cols] + sub[rows, cols]).astype(np.int64)
-    indptr = np.zeros(sub.shape[0] + 1, dtype=np.int64)
-    np.cumsum(sub_mask.sum(axis=1), out=indptr[1:])
-    return indptr, indices
-
-
 def normalize_blocks(stacked: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Divide every column of every variable block by its sum."""
     sums = np.add.reduceat(stacked, offsets[:-1], axis=0)
@@ -416,35 +403,21 @@ def em_step_numpy(codes, n_categories, weights, factors_stacked):
     """
     codes, n_cat = as_codes(codes, n_categories, allow_empty_columns=True)
     offsets = offsets_of(n_cat)
-    return sparse_em_step(onehot_design(codes, n_cat), offsets, weights, factors_stacked)
-
-
-def onehot_design(codes, n_categories) -> sp.csr_matrix:
-    """One-hot design of the observed entries, rows with >= 1 observed entry only.
-
-    Examples
-    --------
-    >>> onehot_design(np.array([[0, 1], [-1, -1], [1, -1]]), [2, 2]).toarray()
-    array([[1., 0., 0., 1.],
-           [0., 1., 0., 0.]])
-    """
-    n_cat = np.asarray(n_categories, dtype=np.int64)
-    indptr, indices = observed_csr(np.asarray(codes), n_cat)
-    return sp.csr_matrix(
-        (np.ones(indices.size), indices, indptr), shape=(indptr.size - 1, int(n_cat.sum()))
-    )
+    onehot = one_hot_design(codes, n_cat, drop_empty=True)
+    return sparse_em_step(onehot, offsets, weights, factors_stacked)
 
 
 def sparse_em_step(onehot, offsets, weights, factors_stacked, *, onehot_t=None):
     """The EM step of :func:`em_step_numpy` on a prebuilt one-hot design.
 
-    ``onehot`` is :func:`onehot_design`'s matrix and ``offsets`` the block offsets
-    (:func:`bayespmf.pmf.offsets_of`); used to time the SciPy step without its setup.
+    ``onehot`` is :func:`bayespmf.pmf.one_hot_design`'s matrix and ``offsets`` the
+    block offsets (:func:`bayespmf.pmf.offsets_of`); used to time the SciPy step
+    without its setup.
     ``onehot_t`` is an optional prebuilt ``onehot.T`` in CSR layout (faster products).
 
     Examples
     --------
-    >>> o = onehot_design(np.array([[0, 1], [1, -1]]), [2, 2])
+    >>> o = one_hot_design(np.array([[0, 1], [1, -1]]), [2, 2])
     >>> a = np.array([[0.9, 0.2], [0.1, 0.8], [0.5, 0.5], [0.5, 0.5]])
     >>> round(sparse_em_step(o, np.array([0, 2, 4]), [0.5, 0.5], a)[2], 4)
     -2.0895
@@ -486,7 +459,7 @@ class EMKernel:
         self.n_categories = np.asarray(n_categories, dtype=np.int64)
         self.rank = int(rank)
         self.offsets = offsets_of(self.n_categories)
-        indptr, indices = observed_csr(codes, self.n_categories)
+        indptr, indices = observed_csr(codes, self.n_categories, drop_empty=True)
         self.n_rows = int(indptr.size - 1)
         self._mode = mode
         self._indptr = pytensor.shared(indptr, name="indptr")
@@ -561,7 +534,7 @@ class SparseEMKernel:
         self.n_categories = np.asarray(n_categories, dtype=np.int64)
         self.rank = int(rank)
         self.offsets = offsets_of(self.n_categories)
-        self._onehot = onehot_design(codes, self.n_categories)
+        self._onehot = one_hot_design(codes, self.n_categories, drop_empty=True)
         self._onehot_t = self._onehot.T.tocsr()
         self.n_rows = int(self._onehot.shape[0])
 
@@ -611,7 +584,9 @@ class NumbaEMKernel:
         self.offsets = offsets_of(self.n_categories)
         codes = np.asarray(codes)
         keep = (codes >= 0).any(axis=1)
-        self._indptr, self._indices = observed_csr(codes, self.n_categories)
+        self._indptr, self._indices = observed_csr(
+            codes, self.n_categories, drop_empty=True
+        )
         self.n_rows = int(self._indptr.size - 1)
         if row_weight is None:
             self._row_weight = np.ones(self.n_rows)

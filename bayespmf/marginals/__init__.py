@@ -18,18 +18,10 @@ accumulators (:class:`PairwiseAccumulator`, :class:`TripleAccumulator`) take the
 block by block and can be merged, so the statistics of a data set too large for
 memory (or spread over Dask partitions) are a map-reduce.
 
-One module per statistic: :mod:`~bayespmf.marginals.pairwise`,
-:mod:`~bayespmf.marginals.triple`, :mod:`~bayespmf.marginals.projections`; every public
-name is importable from here.
-
-References
-----------
-.. [1] S. Ibrahim, X. Fu, "Recovering joint probability of discrete random variables
-   from pairwise marginals", IEEE Trans. Signal Process., 2021.
-.. [2] N. Kargas, N. D. Sidiropoulos, X. Fu, "Tensors, learning, and 'Kolmogorov
-   extension' for finite-alphabet random vectors", IEEE Trans. Signal Process., 2018.
-.. [3] J. Vora, K. S. Gurumoorthy, A. Rajwade, "Recovery of joint probability
-   distribution from one-way marginals: low rank tensors and random projections".
+One module per statistic, each with its references: :mod:`~bayespmf.marginals.pairwise`
+(Ibrahim & Fu), :mod:`~bayespmf.marginals.triple` (Kargas et al.),
+:mod:`~bayespmf.marginals.projections` (Vora et al.); every public name is importable
+from here.
 """
 
 # The constants are importable from here as before (``X as X``: a re-export, not in

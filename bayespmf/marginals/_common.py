@@ -11,14 +11,13 @@ import reprlib
 
 import numpy as np
 
-from bayespmf._validation import MAX_CATEGORIES, DataValidationError, as_codes, check_int
+from bayespmf._validation import DataValidationError, as_codes, check_int
 from bayespmf.data import CategoricalData
 
 __all__ = [
     "POPULATION_COUNT",
     "as_block",
     "check_int_arg",
-    "check_n_categories",
     "check_tuples",
     "check_variable",
     "codes_and_chunks",
@@ -44,25 +43,6 @@ def check_int_arg(value, name: str, *, owner: str, low=None) -> int:
         raise
     except ValueError as err:
         raise DataValidationError(str(err)) from err
-
-
-def check_n_categories(n_categories, owner: str) -> np.ndarray:
-    """Validate an explicit ``n_categories`` sequence; return a read-only int64 copy."""
-    arr = np.asarray(n_categories)
-    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
-        raise DataValidationError(
-            f"The 'n_categories' argument of {owner} must be a non-empty 1-D sequence "
-            f"of ints, one alphabet size per variable. Got {n_categories!r}."
-        )
-    arr = np.array(arr, dtype=np.int64)
-    bad = np.flatnonzero((arr < 2) | (arr > MAX_CATEGORIES))
-    if bad.size:
-        raise DataValidationError(
-            f"The 'n_categories' argument of {owner} must hold ints in "
-            f"[2, {MAX_CATEGORIES}]; variable(s) {bad.tolist()} have "
-            f"{arr[bad].tolist()}. Drop constant variables."
-        )
-    return readonly(arr)
 
 
 def check_variable(j, n_vars: int, name: str) -> int:

@@ -16,19 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
-from bayespmf._validation import DataValidationError
+from bayespmf._validation import DataValidationError, check_n_categories
 from bayespmf.marginals._common import (
     POPULATION_COUNT,
     as_block,
     check_int_arg,
-    check_n_categories,
     check_variable,
     codes_and_chunks,
     readonly,
 )
-from bayespmf.pmf import check_params, offsets_of, stack_factors
+from bayespmf.pmf import check_params, offsets_of, one_hot_design, stack_factors
 
 __all__ = [
     "BLOCK_ROWS",
@@ -49,22 +47,12 @@ BLOCK_ROWS = 16_384
 def cooccurrence_counts(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Raw co-occurrence counts ``O^T O`` of validated codes, (sum I, sum I) int64."""
     n_total = int(offsets[-1])
+    n_cat = np.diff(offsets)
     out = np.zeros((n_total, n_total), dtype=np.int64)
     for start in range(0, codes.shape[0], BLOCK_ROWS):
-        block = codes[start : start + BLOCK_ROWS]
-        mask = block >= 0
-        # Row-major order lists each row's observed entries by increasing column, so
-        # (indices, indptr) is a valid CSR one-hot design without any sorting.
-        indices = (offsets[:-1] + block)[mask]
-        if indices.size == 0:
-            continue
-        indptr = np.zeros(block.shape[0] + 1, dtype=np.int64)
-        np.cumsum(mask.sum(axis=1), out=indptr[1:])
-        design = sp.csr_array(
-            (np.ones(indices.size, dtype=np.int32), indices, indptr),
-            shape=(block.shape[0], n_total),
-        )
-        out += (design.T.tocsr() @ design).toarray()
+        design = one_hot_design(codes[start : start + BLOCK_ROWS], n_cat, dtype=np.int32)
+        if design.nnz:
+            out += (design.T.tocsr() @ design).toarray()
     return out
 
 
@@ -130,7 +118,7 @@ class PairwiseMarginals:
 
     def __post_init__(self) -> None:
         owner = "PairwiseMarginals"
-        n_cat = check_n_categories(self.n_categories, owner)
+        n_cat = readonly(check_n_categories(self.n_categories, owner=owner))
         offsets = offsets_of(n_cat)
         given = np.asarray(self.offsets)
         if given.shape != offsets.shape or np.any(given != offsets):
@@ -315,7 +303,9 @@ class PairwiseAccumulator:
     """
 
     def __init__(self, n_categories) -> None:
-        self.n_categories = check_n_categories(n_categories, "PairwiseAccumulator")
+        self.n_categories = readonly(
+            check_n_categories(n_categories, owner="PairwiseAccumulator")
+        )
         self.offsets = readonly(offsets_of(self.n_categories))
         n_total = int(self.offsets[-1])
         self._cooc = np.zeros((n_total, n_total), dtype=np.int64)

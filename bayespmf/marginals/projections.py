@@ -19,11 +19,15 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from bayespmf._validation import DataValidationError, as_codes, check_random_state
+from bayespmf._validation import (
+    DataValidationError,
+    as_codes,
+    check_n_categories,
+    check_random_state,
+)
 from bayespmf.data import CategoricalData
 from bayespmf.marginals._common import (
     check_int_arg,
-    check_n_categories,
     check_tuples,
     check_variable,
     readonly,
@@ -98,7 +102,7 @@ class RandomProjections:
 
     def __post_init__(self) -> None:
         owner = "RandomProjections"
-        n_cat = check_n_categories(self.n_categories, owner)
+        n_cat = readonly(check_n_categories(self.n_categories, owner=owner))
         pairs = np.asarray(self.pairs)
         if pairs.ndim != 2 or pairs.shape[1:] != (2,) or pairs.shape[0] == 0:
             raise DataValidationError(
@@ -212,7 +216,7 @@ class RandomProjections:
         Raises
         ------
         DataValidationError
-            If the pair has no projections.
+            If the pair has no projections (see :meth:`pair_index`).
 
         Examples
         --------
@@ -343,7 +347,7 @@ def random_projections(
     True
     """
     owner = "random_projections"
-    n_cat = check_n_categories(n_categories, owner)
+    n_cat = readonly(check_n_categories(n_categories, owner=owner))
     n_projections = check_int_arg(n_projections, "n_projections", owner=owner, low=1)
     if n_cat.size < 2:
         raise DataValidationError(

@@ -18,12 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayespmf._validation import DataValidationError
+from bayespmf._validation import DataValidationError, check_n_categories
 from bayespmf.marginals._common import (
     POPULATION_COUNT,
     as_block,
     check_int_arg,
-    check_n_categories,
     check_tuples,
     check_variable,
     codes_and_chunks,
@@ -196,7 +195,9 @@ class TripleAccumulator:
     """
 
     def __init__(self, n_categories, triples=None) -> None:
-        self.n_categories = check_n_categories(n_categories, "TripleAccumulator")
+        self.n_categories = readonly(
+            check_n_categories(n_categories, owner="TripleAccumulator")
+        )
         arr = _default_triples(triples, self.n_categories.size, "TripleAccumulator")
         self.triples = tuple((int(j), int(k), int(l)) for j, k, l in arr)  # noqa: E741
         n_cat = self.n_categories

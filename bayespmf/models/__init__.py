@@ -1,10 +1,12 @@
 """PyMC model factories and posterior tools."""
 
-from bayespmf.models.latent_class import latent_class_model, one_hot_design
+from bayespmf.models.latent_class import LatentClassRows, latent_class_model, model_data
 from bayespmf.models.posterior import (
     align_labels,
     convergence_summary,
+    impute,
     initvals_from_params,
+    posterior_class_proba,
     posterior_params,
     posterior_predict_proba,
     sample,
@@ -18,13 +20,16 @@ from bayespmf.models.simplex_nest import (
 )
 
 __all__ = [
+    "LatentClassRows",
     "align_labels",
     "align_vertices",
     "convergence_summary",
+    "impute",
     "initvals_from_params",
     "initvals_from_vlad",
     "latent_class_model",
-    "one_hot_design",
+    "model_data",
+    "posterior_class_proba",
     "posterior_params",
     "posterior_predict_proba",
     "sample",

@@ -1,4 +1,4 @@
-"""The sampler call shared by the latent-class and simplex-nest models."""
+"""The sampler checks and call shared by the latent-class and simplex-nest models."""
 
 from __future__ import annotations
 
@@ -7,8 +7,23 @@ import time
 import pymc as pm
 
 from bayespmf._runtime import n_cpus
+from bayespmf._validation import DataValidationError, check_int
 
-__all__ = ["run_sampler"]
+__all__ = ["check_sampler_args", "run_sampler"]
+
+#: The samplers :func:`run_sampler` runs.
+SAMPLING_METHODS = ("nuts", "advi")
+
+
+def check_sampler_args(method, draws, tune, chains, owner: str) -> tuple[int, int, int]:
+    """``(draws, tune, chains)`` as ints, after checking ``method`` is a sampler."""
+    if method not in SAMPLING_METHODS:
+        raise DataValidationError(f"'method' must be 'nuts' or 'advi'; got {method!r}.")
+    return (
+        check_int(draws, "draws", owner=owner, low=1),
+        check_int(tune, "tune", owner=owner, low=0),
+        check_int(chains, "chains", owner=owner, low=1),
+    )
 
 
 def run_sampler(
@@ -24,7 +39,7 @@ def run_sampler(
     advi_iterations: int,
     **sample_kwargs,
 ):
-    """Run NUTS (``pm.sample``) or ADVI (``pm.fit`` then draws) and time it.
+    """Run NUTS (``pm.sample``) or ADVI (``pm.fit`` then draws), timed.
 
     ``initvals`` is ``None`` or one dict of constrained values per chain (ADVI starts
     from the first). When starts are given, PyMC's default ``"jitter+adapt_diag"``
@@ -36,8 +51,8 @@ def run_sampler(
 
     Returns
     -------
-    idata : arviz.InferenceData
-    seconds : float
+    arviz.InferenceData
+        ``posterior.attrs`` record ``sampling_method`` and ``sampling_time`` (seconds).
     """
     t0 = time.perf_counter()
     with model:
@@ -64,4 +79,6 @@ def run_sampler(
                 progressbar=progressbar,
             )
             idata = approx.sample(draws, random_seed=random_seed)
-    return idata, time.perf_counter() - t0
+    idata.posterior.attrs["sampling_method"] = method
+    idata.posterior.attrs["sampling_time"] = time.perf_counter() - t0
+    return idata

@@ -6,14 +6,29 @@ import re
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
-import scipy.sparse as sp
 
 from bayespmf._validation import DataValidationError, as_codes, check_float, check_int
 from bayespmf.data import CategoricalData
-from bayespmf.pmf import offsets_of
 
-__all__ = ["factor_var_name", "latent_class_model", "one_hot_design"]
+__all__ = [
+    "DATA_NAME",
+    "OBSERVED_NAME",
+    "LatentClassRows",
+    "category_dim",
+    "factor_var_name",
+    "latent_class_model",
+    "model_data",
+]
+
+#: Name of the ``pm.Data`` container holding the rows' codes in
+#: :func:`latent_class_model` (dims ``("row", "variable")``; ``-1`` = missing).
+DATA_NAME = "rows"
+
+#: Name of the observed :class:`LatentClassRows` variable in :func:`latent_class_model`
+#: (and so of its ``log_likelihood`` and ``posterior_predictive`` entries).
+OBSERVED_NAME = "x"
 
 
 def factor_var_name(name: str) -> str:
@@ -28,26 +43,131 @@ def factor_var_name(name: str) -> str:
 
 
 def category_dim(name: str) -> str:
-    """Name of the category dimension of data variable ``name``."""
-    return f"{name}_category"
-
-
-def one_hot_design(codes, n_categories) -> sp.csr_matrix:
-    """Sparse one-hot design ``O`` (S, sum I_n): ``O[s, off_n + x_sn] = 1`` if observed.
+    """Name of the category dimension of data variable ``name``.
 
     Examples
     --------
-    >>> one_hot_design(np.array([[0, 1], [-1, 0]]), [2, 2]).toarray()
-    array([[1., 0., 0., 1.],
-           [0., 0., 1., 0.]])
+    >>> category_dim("lug_boot")
+    'lug_boot_category'
     """
-    codes = np.asarray(codes)
-    off = offsets_of(n_categories)
-    rows, cols = np.nonzero(codes >= 0)
-    flat = off[cols] + codes[rows, cols]
-    return sp.csr_matrix(
-        (np.ones(rows.size), (rows, flat)), shape=(codes.shape[0], int(off[-1]))
-    )
+    return f"{name}_category"
+
+
+def _n_categories_of(factors) -> list[int]:
+    sizes = []
+    for n, a in enumerate(factors):
+        k = a.type.shape[-1] if a.type.ndim == 2 else None
+        if k is None:
+            raise DataValidationError(
+                f"factors[{n}] must be a (rank, I_n) tensor with a static number of "
+                f"categories I_n; got type {a.type}."
+            )
+        sizes.append(int(k))
+    return sizes
+
+
+def _rows_logp(value, weights, *factors):
+    r"""Per-row log-likelihood, the class summed out, missing entries (``-1``) skipped.
+
+    The one-hot design of the observed entries, ``O[s, off_n + i] = [x_sn = i]`` (a
+    missing entry matches no column), is built from the codes inside the graph, so
+    the data stay data (``pm.Data``), and multiplied with the stacked ``log A_n``:
+    the one-hot product of the EM map, the fastest formulation in STACK-NOTES.md.
+    With frozen data (``freeze_dims_and_data``, as :func:`bayespmf.models.sample`
+    does) PyTensor folds ``O`` at compile time. Rows with a code outside
+    ``[-1, I_n)`` have log-probability ``-inf``.
+    """
+    n_cat = _n_categories_of(factors)
+    var_of_col = np.repeat(np.arange(len(n_cat)), n_cat)
+    code_of_col = np.concatenate([np.arange(k) for k in n_cat]).astype(value.dtype)
+    one_hot = pt.cast(pt.eq(value[..., var_of_col], code_of_col), pytensor.config.floatX)
+    log_a = pt.concatenate([pt.log(a).T for a in factors], axis=0)  # (sum I_n, F)
+    loglik = pt.logsumexp(pt.dot(one_hot, log_a) + pt.log(weights), axis=-1)
+    valid = pt.all((value >= -1) & (value < np.asarray(n_cat)), axis=-1)
+    return pt.switch(valid, loglik, -np.inf)
+
+
+def _rows_dist(weights, *factors_and_size):
+    """Generative graph: class ~ Categorical(weights), x_n | class ~ A_n[class]."""
+    *factors, size = factors_and_size
+    cls = pm.Categorical.dist(p=weights, size=size)
+    return pt.stack([pm.Categorical.dist(p=a[cls]) for a in factors], axis=-1)
+
+
+def _signature(n_variables: int) -> str:
+    return "(f)," + ",".join(f"(f,i{n})" for n in range(n_variables)) + "->(n)"
+
+
+class LatentClassRows:
+    r"""Rows of N categorical variables from a latent-class model, the class summed out.
+
+    .. math::
+
+        \Pr(x_s) = \sum_{f=1}^F \lambda_f \prod_{n:\,x_{sn}\ \mathrm{observed}}
+        A_n(x_{sn}, f)
+
+    (Ibrahim & Fu, eq. (3)): a PyMC distribution over rows (support: a vector of N
+    integer codes, ``-1`` for a missing entry, which the likelihood skips). Its
+    ``logp`` is the class-marginalized log-likelihood of each row, so as an observed
+    variable it gives ``pm.compute_log_likelihood`` (one value per row) and
+    ``az.loo``; its generative graph (class ~ Categorical(:math:`\lambda`), then each
+    :math:`x_n` ~ Categorical(:math:`A_n(:, \mathrm{class})`)) gives
+    ``pm.sample_prior_predictive`` and ``pm.sample_posterior_predictive``, which draw
+    whole new rows. To impute the missing cells of observed rows use
+    :func:`bayespmf.models.impute` (it draws the class given the row's observed
+    entries).
+
+    Built on ``pm.CustomDist``; call it like a PyMC distribution.
+
+    Parameters
+    ----------
+    name : str
+        Variable name (only for the constructor; ``.dist`` takes none).
+    weights : tensor_like, shape (F,)
+        Class weights :math:`\lambda`.
+    factors : sequence of tensor_like, each (F, I_n)
+        Row ``f`` of ``factors[n]`` is the PMF of variable ``n`` given class ``f``
+        (the transpose of :attr:`LatentClassPMF.factors_`); the number of categories
+        must be static.
+    **kwargs
+        ``observed``, ``dims``, ``shape``, ... as for any PyMC distribution; the last
+        dimension is the variables'.
+
+    Examples
+    --------
+    >>> w = np.array([0.3, 0.7])
+    >>> a = np.array([[0.9, 0.1], [0.2, 0.8]])  # (class, category)
+    >>> x = LatentClassRows.dist(w, [a, a], shape=(5, 2))
+    >>> pm.draw(x, random_seed=0).shape
+    (5, 2)
+    >>> lp = pm.logp(x, np.array([[0, 1], [-1, 1]])).eval()
+    >>> bool(np.isclose(lp[1], np.log(0.3 * 0.1 + 0.7 * 0.8)))
+    True
+    """
+
+    def __new__(cls, name, weights, factors, **kwargs):  # noqa: D102
+        factors = [pt.as_tensor_variable(a) for a in factors]
+        return pm.CustomDist(
+            name, weights, *factors, **cls._custom_kwargs(factors), **kwargs
+        )
+
+    @classmethod
+    def dist(cls, weights, factors, **kwargs):
+        """The distribution outside a model (see the class docstring)."""
+        factors = [pt.as_tensor_variable(a) for a in factors]
+        return pm.CustomDist.dist(
+            weights, *factors, **cls._custom_kwargs(factors), **kwargs
+        )
+
+    @staticmethod
+    def _custom_kwargs(factors) -> dict:
+        _n_categories_of(factors)  # raise early on a factor without static size
+        return {
+            "dist": _rows_dist,
+            "logp": _rows_logp,
+            "signature": _signature(len(factors)),
+            "class_name": "LatentClassRows",
+        }
 
 
 def _as_data(data, n_categories) -> CategoricalData:
@@ -74,16 +194,25 @@ def latent_class_model(
 
         \lambda \sim \mathrm{Dir}(\alpha_\lambda 1_F), \quad
         A_n(:, f) \sim \mathrm{Dir}(\alpha_A 1_{I_n}), \quad
+        x_s \sim \mathrm{LatentClassRows}(\lambda, A_1, \dots, A_N), \quad
         \log p(x_s) = \operatorname{logsumexp}_f \Big(\log\lambda_f
             + \sum_{n:\,x_{sn}\ \mathrm{observed}} \log A_n(x_{sn}, f)\Big).
 
-    The sum over observed entries is one product of the (constant, sparse) one-hot
-    design ``O`` (S, sum I_n) with the stacked ``log A`` (sum I_n, F) — the fastest of
-    the formulations measured in ``STACK-NOTES.md`` (one-hot ``pt.dot``) — and the
-    log-likelihood enters as a ``pm.Potential`` named ``"loglik"``. Per-row
-    log-likelihoods for LOO/WAIC are added after sampling by
-    :func:`bayespmf.models.sample`. Rows with every entry missing carry no information
-    and are dropped.
+    The rows are a ``pm.Data`` container and the likelihood an observed
+    :class:`LatentClassRows` variable, so the PyMC tools work as usual:
+    ``pm.sample_prior_predictive``, ``pm.sample_posterior_predictive`` (new rows),
+    ``pm.compute_log_likelihood`` (one value per row, for ``az.loo``), and
+    ``pm.set_data`` with new rows. Rows with every entry missing carry no information
+    and are dropped. Everything :func:`bayespmf.models.sample` needs is read back from
+    the model's variables, dims and coordinates (:func:`model_data`).
+
+    The one-hot design of the observed entries is built from ``rows`` inside the
+    graph. :func:`bayespmf.models.sample` samples the model with its data frozen
+    (``pymc.model.transform.optimization.freeze_dims_and_data``), which folds that
+    design at compile time: a gradient then costs what the former ``pm.Potential`` on
+    a constant design did, while the model as built is about 30 % slower per gradient
+    (``benchmarks/bench_latent_class_logp.py``). Freeze it likewise when calling
+    ``pm.sample`` yourself.
 
     Parameters
     ----------
@@ -102,9 +231,11 @@ def latent_class_model(
     Returns
     -------
     pymc.Model
-        Variables ``weights`` (dims ``class``) and ``A_<name>`` for each data variable
-        (dims ``(class, <name>_category)``: each row is the PMF of the variable given
-        the class); the potential ``loglik``. Data variable names come from ``data``.
+        Free variables ``weights`` (dims ``class``) and ``A_<name>`` for each data
+        variable (dims ``(class, <name>_category)``: each row is the PMF of the
+        variable given the class); the data ``rows`` and the observed variable ``x``
+        (both dims ``(row, variable)``). Variable names and category labels come
+        from ``data`` (coordinates ``variable`` and ``<name>_category``).
 
     Raises
     ------
@@ -117,9 +248,12 @@ def latent_class_model(
     >>> data = CategoricalData.from_codes([[0, 1], [1, -1], [1, 0]], 2, names=["a", "b"])
     >>> model = latent_class_model(data, rank=2)
     >>> sorted(model.named_vars)
-    ['A_a', 'A_b', 'loglik', 'weights']
+    ['A_a', 'A_b', 'rows', 'weights', 'x']
     >>> model.named_vars_to_dims["A_b"]
     ('class', 'b_category')
+    >>> prior = pm.sample_prior_predictive(draws=3, model=model, random_seed=0)
+    >>> prior.prior_predictive["x"].shape
+    (1, 3, 3, 2)
     """
     data = _as_data(data, n_categories)
     rank = check_int(rank, "rank", owner="latent_class_model", low=1)
@@ -131,26 +265,65 @@ def latent_class_model(
     bad = [v for v in names if not re.fullmatch(r"[^\s].*", v)]
     if bad:
         raise DataValidationError(f"Variable names must not be empty or blank: {bad!r}.")
-    model_coords = {"class": np.arange(rank), "row": np.arange(data.n_samples)}
+    model_coords = {
+        "class": np.arange(rank),
+        "row": np.arange(data.n_samples),
+        "variable": names,
+    }
     for name, cats in zip(names, data.categories, strict=True):
         model_coords[category_dim(name)] = list(cats)
     if coords:
         model_coords.update(coords)
-    design = one_hot_design(data.codes, data.n_categories)
     with pm.Model(coords=model_coords) as model:
+        rows = pm.Data(DATA_NAME, np.asarray(data.codes), dims=("row", "variable"))
         weights = pm.Dirichlet("weights", a=np.full(rank, weights_prior), dims="class")
-        log_factors = []
-        for name, k in zip(names, data.n_categories, strict=True):
-            a = pm.Dirichlet(
+        factors = [
+            pm.Dirichlet(
                 factor_var_name(name),
                 a=np.full((rank, int(k)), factor_prior),
                 dims=("class", category_dim(name)),
             )
-            log_factors.append(pt.log(a).T)
-        log_a = pt.concatenate(log_factors, axis=0)  # (sum I, F)
-        o = pt.as_tensor_variable(design.toarray())
-        log_joint = pt.dot(o, log_a) + pt.log(weights)[None, :]
-        pm.Potential("loglik", pt.logsumexp(log_joint, axis=1).sum())
-    model._bayespmf_data = data
-    model._bayespmf_rank = rank
+            for name, k in zip(names, data.n_categories, strict=True)
+        ]
+        LatentClassRows(
+            OBSERVED_NAME, weights, factors, observed=rows, dims=("row", "variable")
+        )
     return model
+
+
+def model_data(model) -> tuple[CategoricalData, int]:
+    """The data and rank of a model from :func:`latent_class_model`, read from the model.
+
+    The codes come from the ``rows`` data container (its current value, so
+    ``pm.set_data`` is followed), the variable names from the ``variable``
+    coordinate, the category labels from the ``<name>_category`` coordinates and the
+    rank from the ``class`` coordinate.
+
+    Returns
+    -------
+    data : CategoricalData
+    rank : int
+
+    Raises
+    ------
+    DataValidationError
+        If ``model`` was not built by :func:`latent_class_model`.
+
+    Examples
+    --------
+    >>> data = CategoricalData.from_codes([[0, 1], [1, -1]], 2, names=["a", "b"])
+    >>> got, rank = model_data(latent_class_model(data, rank=3))
+    >>> got == data, rank
+    (True, 3)
+    """
+    needed = {DATA_NAME, OBSERVED_NAME, "weights"}
+    if not isinstance(model, pm.Model) or not needed <= set(model.named_vars):
+        raise DataValidationError(
+            "'model' must be built by bayespmf.models.latent_class_model (a pm.Model "
+            f"with variables {sorted(needed)}); got {type(model).__name__}."
+        )
+    names = [str(v) for v in model.coords["variable"]]
+    categories = [list(model.coords[category_dim(n)]) for n in names]
+    codes = np.asarray(model[DATA_NAME].get_value(), dtype=np.int64)
+    data = CategoricalData(codes, [len(c) for c in categories], names, categories)
+    return data, len(model.coords["class"])

@@ -17,15 +17,23 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.data import CategoricalData
+from bayespmf.models import latent_class
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
-from bayespmf.models._sampling import run_sampler
-from bayespmf.models.latent_class import factor_var_name, latent_class_model, one_hot_design
-from bayespmf.pmf import LatentClassParams, check_params, offsets_of
+from bayespmf.models._sampling import check_sampler_args, run_sampler
+from bayespmf.models.latent_class import (
+    DATA_NAME,
+    OBSERVED_NAME,
+    factor_var_name,
+    latent_class_model,
+)
+from bayespmf.pmf import LatentClassParams, check_params, offsets_of, one_hot_design
 
 __all__ = [
     "align_labels",
     "convergence_summary",
+    "impute",
     "initvals_from_params",
+    "posterior_class_proba",
     "posterior_params",
     "posterior_predict_proba",
     "sample",
@@ -53,14 +61,13 @@ MODE_GAP_SDS = 3.0
 #: Draws per block when a posterior quantity is computed over all draws at once.
 _DRAW_BLOCK = 64
 
+#: About this many numbers (8 bytes each) per block of rows x all draws x classes
+#: when per-draw class probabilities are summarized (64 MB).
+_BLOCK_VALUES = 8_000_000
+
 
 def _model_data(model) -> tuple[CategoricalData, int]:
-    try:
-        return model._bayespmf_data, model._bayespmf_rank
-    except AttributeError as err:
-        raise DataValidationError(
-            "'model' must be built by bayespmf.models.latent_class_model."
-        ) from err
+    return latent_class.model_data(model)
 
 
 def _params_of(init, data: CategoricalData, rank: int) -> LatentClassParams:
@@ -123,18 +130,29 @@ def initvals_from_params(
     return out
 
 
-def posterior_params(idata, data: CategoricalData, group: str = "posterior"):
+def posterior_params(idata, data: CategoricalData | None = None, group: str = "posterior"):
     """Stacked draws: weights (D, F) and stacked factors (D, sum I, F).
 
-    ``D`` is chains x draws, in chain-major order.
+    ``D`` is chains x draws, in chain-major order. The variable order is that of
+    ``data`` or, when omitted, the one recorded in ``idata`` (see :func:`sample`).
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> idata = az.from_dict(posterior={
+    ...     "weights": np.full((1, 3, 2), 0.5), "A_a": np.full((1, 3, 2, 4), 0.25)})
+    >>> data = CategoricalData.from_codes([[0]], [4], names=["a"])
+    >>> [x.shape for x in posterior_params(idata, data)]
+    [(3, 2), (3, 4, 2)]
     """
+    names = _names(idata, data)
     post = getattr(idata, group)
     w = post["weights"].values
     c, d, f = w.shape
     stacked = np.concatenate(
         [
             np.swapaxes(post[factor_var_name(n)].values, -1, -2).reshape(c * d, -1, f)
-            for n in data.names
+            for n in names
         ],
         axis=1,
     )
@@ -145,16 +163,6 @@ def _log_joint_draws(design, weights, stacked_log):
     # (D, S, F) = O (S, sumI) @ log A (D, sumI, F) + log w (D, 1, F)
     out = np.stack([design @ la for la in stacked_log])
     return out + np.log(weights)[:, None, :]
-
-
-def _log_likelihood_rows_draws(data, weights, stacked):
-    design = one_hot_design(data.codes, data.n_categories)
-    rows = []
-    for start in range(0, weights.shape[0], _DRAW_BLOCK):
-        sl = slice(start, start + _DRAW_BLOCK)
-        lj = _log_joint_draws(design, weights[sl], np.log(stacked[sl]))
-        rows.append(logsumexp(lj, axis=2))
-    return np.concatenate(rows, axis=0)  # (D, S)
 
 
 def align_labels(
@@ -212,9 +220,38 @@ def _names(idata, data):
     if data is not None:
         return list(data.names)
     names = idata.posterior.attrs.get("bayespmf_variables")
-    if names is None:
-        raise DataValidationError("Pass 'data' (the data the model was built from).")
-    return json.loads(names) if isinstance(names, str) else list(names)
+    if names is not None:
+        return json.loads(names) if isinstance(names, str) else list(names)
+    for group, var in (("observed_data", OBSERVED_NAME), ("constant_data", DATA_NAME)):
+        if group in idata.groups() and var in idata[group]:
+            return [str(v) for v in idata[group][var]["variable"].values]
+    raise DataValidationError("Pass 'data' (the data the model was built from).")
+
+
+def _idata_data(idata, data) -> CategoricalData:
+    """``data`` as CategoricalData, or the model's rows recorded in ``idata``."""
+    if data is not None:
+        if isinstance(data, CategoricalData):
+            return data
+        names = _names(idata, None)
+        n_cat = [idata.posterior.sizes[latent_class.category_dim(n)] for n in names]
+        codes, _ = as_codes(data, n_cat, name="data", allow_empty_columns=True)
+        return CategoricalData(codes, n_cat, names)
+    for group, var in (("observed_data", OBSERVED_NAME), ("constant_data", DATA_NAME)):
+        if group in idata.groups() and var in idata[group]:
+            rows = idata[group][var]
+            names = [str(v) for v in rows["variable"].values]
+            cats = [
+                [str(c) for c in idata.posterior[latent_class.category_dim(n)].values]
+                for n in names
+            ]
+            return CategoricalData(
+                rows.values.astype(np.int64), [len(c) for c in cats], names, cats
+            )
+    raise DataValidationError(
+        "Pass 'data': 'idata' records no rows (no observed_data or constant_data group "
+        "from bayespmf.models.sample)."
+    )
 
 
 def sample(
@@ -266,8 +303,8 @@ def sample(
         Relabel classes draw by draw (see :func:`align_labels`) against the point
         estimate (``init``, or a CNMF-SPA-EM fit when ``init`` is None).
     log_likelihood : bool, default True
-        Add a ``log_likelihood`` group with the per-row log-likelihood (for
-        ``az.loo``/``az.waic``).
+        Add a ``log_likelihood`` group with the per-row log-likelihood of the
+        observed rows ``x`` (``pm.compute_log_likelihood``; for ``az.loo``/``az.waic``).
     **sample_kwargs
         Passed to ``pm.sample`` (e.g. ``target_accept``); see
         :func:`bayespmf.models._sampling.run_sampler` for the defaults of ``init``
@@ -276,14 +313,19 @@ def sample(
     Returns
     -------
     arviz.InferenceData
-        ``attrs`` record the wall time (``sampling_time``) and the method.
+        ``posterior`` (aligned), the model's rows as ``observed_data["x"]`` and
+        ``constant_data["rows"]``; ``posterior.attrs`` record the wall time
+        (``sampling_time``) and the method. The sampler runs on the model with its
+        data frozen (``freeze_dims_and_data``): the rows are constants while sampling,
+        which lets PyTensor fold their one-hot design at compile time; the model
+        passed in is unchanged.
     """
     import pymc as pm
+    from pymc.model.transform.optimization import freeze_dims_and_data
 
     from bayespmf.estimators import LatentClassPMF
 
-    if method not in ("nuts", "advi"):
-        raise DataValidationError(f"'method' must be 'nuts' or 'advi'; got {method!r}.")
+    draws, tune, chains = check_sampler_args(method, draws, tune, chains, "sample")
     if isinstance(model_or_data, pm.Model):
         model = model_or_data
     else:
@@ -293,9 +335,6 @@ def sample(
             )
         model = latent_class_model(model_or_data, rank)
     data, rank = _model_data(model)
-    draws = check_int(draws, "draws", low=1)
-    tune = check_int(tune, "tune", low=0)
-    chains = check_int(chains, "chains", low=1)
     rng = np.random.default_rng(random_seed)
     point = None
     starts = None
@@ -322,8 +361,10 @@ def sample(
         ]
     elif point is not None:
         initvals = initvals_from_params(model, point, chains=n_chains, random_state=rng)
-    idata, elapsed = run_sampler(
-        model,
+    idata = run_sampler(
+        # the rows are fixed while sampling: frozen, PyTensor folds the one-hot design
+        # of the observed entries at compile time (benchmarks/bench_latent_class_logp.py)
+        freeze_dims_and_data(model),
         method=method,
         initvals=initvals,
         draws=draws,
@@ -335,8 +376,6 @@ def sample(
         **sample_kwargs,
     )
     idata.posterior.attrs["bayespmf_variables"] = json.dumps(list(data.names))
-    idata.posterior.attrs["sampling_method"] = method
-    idata.posterior.attrs["sampling_time"] = elapsed
     if starts is not None:
         idata.posterior.attrs["chain_start_optimum"] = [
             c % len(starts) for c in range(n_chains)
@@ -348,20 +387,26 @@ def sample(
         if point is None:
             point = LatentClassPMF(rank, random_state=random_seed).fit(data)
         idata = align_labels(idata, point, data)
-    if log_likelihood:
-        w, st = posterior_params(idata, data)
-        ll = _log_likelihood_rows_draws(data, w, st)
-        c, d = idata.posterior.sizes["chain"], idata.posterior.sizes["draw"]
-        ds = xr.Dataset(
-            {"x": (("chain", "draw", "row"), ll.reshape(c, d, -1))},
-            coords={
-                "chain": idata.posterior["chain"],
-                "draw": idata.posterior["draw"],
-                "row": np.arange(ll.shape[1]),
-            },
-        )
-        idata.add_groups({"log_likelihood": ds})
+    _add_data_groups(idata, model)
+    if log_likelihood:  # per row, label-invariant: the same before and after alignment
+        pm.compute_log_likelihood(idata, model=model, progressbar=False)
     return idata
+
+
+def _add_data_groups(idata, model) -> None:
+    """The rows as ``observed_data``/``constant_data`` where the sampler left them out.
+
+    (A frozen model has no data container, so ``pm.sample`` records no
+    ``constant_data``; ADVI's draws carry neither.)
+    """
+    codes = model[DATA_NAME].get_value()
+    coords = {"row": model.coords["row"], "variable": model.coords["variable"]}
+    for group, var in (("observed_data", OBSERVED_NAME), ("constant_data", DATA_NAME)):
+        if group not in idata.groups():
+            ds = xr.Dataset({var: (("row", "variable"), codes)}, coords=coords)
+            idata.add_groups({group: ds})
+        elif var not in idata[group]:
+            idata[group][var] = (("row", "variable"), codes)
 
 
 def _optima_starts(point) -> list:
@@ -420,6 +465,198 @@ def posterior_predict_proba(idata, data, target, *, model_data=None) -> np.ndarr
         total += np.einsum("dsf,dif->si", post_cls, a_t)
     p = total / w.shape[0]
     return p / p.sum(axis=1, keepdims=True)
+
+
+def _class_posterior(design, weights, stacked) -> np.ndarray:
+    """Pr(class | observed entries of each row) per draw, (D, S, F), Bayes' rule."""
+    with np.errstate(divide="ignore"):  # an exact zero is a possible (point) value
+        lj = _log_joint_draws(design, weights, np.log(stacked))
+    return np.exp(lj - logsumexp(lj, axis=2, keepdims=True))
+
+
+def posterior_class_proba(
+    idata, data=None, *, hdi_prob: float = 0.94, return_draws: bool = False
+) -> xr.Dataset | xr.DataArray:
+    r"""Per-row class membership from the posterior, with credible intervals.
+
+    For every draw :math:`(\lambda, A)` and row :math:`s`, Bayes' rule gives
+
+    .. math::
+
+        \Pr(h_s = f \mid x_s, \lambda, A) = \frac{\lambda_f \prod_{n \in O_s}
+        A_n(x_{sn}, f)}{\sum_g \lambda_g \prod_{n \in O_s} A_n(x_{sn}, g)},
+
+    with :math:`O_s` the observed entries of the row; the draws give its posterior
+    mean and highest-density interval (the class counterpart of pymc-extras'
+    ``recover_marginals`` for this model, computed from the draws without
+    recompiling the model). Class labels are those of ``idata``: pass draws aligned
+    by :func:`sample` or :func:`align_labels`, or the average mixes classes.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Posterior draws from :func:`sample` (aligned).
+    data : CategoricalData or array_like of int, optional
+        Rows to classify; by default the model's rows recorded in ``idata``.
+    hdi_prob : float, default 0.94
+        Probability mass of the highest-density interval (ArviZ's default).
+    return_draws : bool, default False
+        Return the per-draw probabilities (chain, draw, row, class) instead of the
+        summary.
+
+    Returns
+    -------
+    xarray.Dataset or xarray.DataArray
+        Dims ``(row, class)``: ``mean``, ``sd``, ``hdi_lower``, ``hdi_upper``
+        (``.to_dataframe()`` gives one line per row and class); ``hdi_prob`` in
+        ``attrs``. With ``return_draws``, the DataArray ``class_proba``.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> w, a = np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]])  # (class, cat)
+    >>> idata = az.from_dict(posterior={
+    ...     "weights": np.tile(w, (1, 4, 1)), "A_v": np.tile(a, (1, 4, 1, 1))})
+    >>> data = CategoricalData.from_codes([[0], [1]], [2], names=["v"])
+    >>> member = posterior_class_proba(idata, data)
+    >>> member["mean"].values.round(3)  # Bayes' rule: 0.9 / (0.9 + 0.2), ...
+    array([[0.818, 0.182],
+           [0.111, 0.889]])
+    """
+    import arviz as az
+
+    data = _idata_data(idata, data)
+    w, stacked = posterior_params(idata, data)
+    post = idata.posterior
+    c, d, f = post.sizes["chain"], post.sizes["draw"], w.shape[1]
+    design = one_hot_design(data.codes, data.n_categories)
+    n_rows = data.n_samples
+    # rows per block so that one block of all draws holds about _BLOCK_VALUES numbers
+    block = max(1, _BLOCK_VALUES // (c * d * f))
+    draws_out = np.empty((c * d, n_rows, f)) if return_draws else None
+    mean, sd = np.empty((n_rows, f)), np.empty((n_rows, f))
+    hdi = np.empty((n_rows, f, 2))
+    for r0 in range(0, n_rows, block):
+        rows = slice(r0, r0 + block)
+        probs = np.concatenate(
+            [
+                _class_posterior(design[rows], w[sl], stacked[sl])
+                for sl in _draw_slices(w.shape[0])
+            ]
+        )
+        if return_draws:
+            draws_out[:, rows] = probs
+            continue
+        mean[rows], sd[rows] = probs.mean(0), probs.std(0)
+        hdi[rows] = az.hdi(probs.reshape(c, d, -1, f), hdi_prob=hdi_prob)
+    class_coord = post["class"].values if "class" in post.coords else np.arange(f)
+    coords = {"row": np.arange(n_rows), "class": class_coord}
+    if return_draws:
+        return xr.DataArray(
+            draws_out.reshape(c, d, n_rows, f),
+            dims=("chain", "draw", "row", "class"),
+            coords={"chain": post["chain"].values, "draw": post["draw"].values} | coords,
+            name="class_proba",
+        )
+    return xr.Dataset(
+        {
+            "mean": (("row", "class"), mean),
+            "sd": (("row", "class"), sd),
+            "hdi_lower": (("row", "class"), hdi[..., 0]),
+            "hdi_upper": (("row", "class"), hdi[..., 1]),
+        },
+        coords=coords,
+        attrs={"hdi_prob": hdi_prob},
+    )
+
+
+def impute(idata, data=None, *, random_seed=None) -> xr.DataArray:
+    r"""Draws of the missing cells of each row given its observed entries.
+
+    The posterior predictive of the missing entries conditional on the observed ones:
+    for each posterior draw :math:`(\lambda, A)` and row :math:`s`, a class is drawn
+    from :math:`\Pr(h_s = f \mid x_{s, O_s}, \lambda, A) \propto \lambda_f
+    \prod_{n \in O_s} A_n(x_{sn}, f)` (Bayes' rule on the observed entries
+    :math:`O_s`), then every missing :math:`x_{sn}` from :math:`A_n(:, h_s)`.
+    Observed entries are copied. Over the draws, the frequency of category ``i`` in
+    cell ``(s, n)`` estimates :func:`posterior_predict_proba` ``(idata, data, n)[s, i]``
+    (for rows where ``n`` is missing). The result does not depend on the class labels,
+    so aligned and raw draws give the same distribution.
+
+    ``pm.sample_posterior_predictive`` on the model draws whole new rows instead (the
+    class from :math:`\lambda`), for posterior predictive checks.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Posterior draws from :func:`sample`.
+    data : CategoricalData or array_like of int, optional
+        Rows to complete (``-1`` = missing); by default the model's rows recorded in
+        ``idata``.
+    random_seed : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    xarray.DataArray
+        Integer codes (the smallest signed type that holds them), dims ``(chain,
+        draw, row, variable)``, named ``x``: one completed copy of the rows per draw.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> w, a = np.array([0.5, 0.5]), np.array([[1.0, 0.0], [0.0, 1.0]])  # (class, cat)
+    >>> idata = az.from_dict(posterior={
+    ...     "weights": np.tile(w, (1, 4, 1)),
+    ...     "A_u": np.tile(a, (1, 4, 1, 1)), "A_v": np.tile(a, (1, 4, 1, 1))})
+    >>> data = CategoricalData.from_codes([[0, -1], [-1, 1]], [2, 2], names=["u", "v"])
+    >>> filled = impute(idata, data, random_seed=0)
+    >>> filled.shape, filled.values[0, 0].tolist()  # u and v always agree here
+    ((1, 4, 2, 2), [[0, 0], [1, 1]])
+    """
+    data = _idata_data(idata, data)
+    rng = np.random.default_rng(random_seed)
+    w, stacked = posterior_params(idata, data)
+    post = idata.posterior
+    c, d = post.sizes["chain"], post.sizes["draw"]
+    codes = np.asarray(data.codes)
+    n_cat = np.asarray(data.n_categories)
+    off = offsets_of(n_cat)
+    design = one_hot_design(codes, n_cat)
+    # the smallest signed integer type that holds the codes (one copy of the rows
+    # per draw adds up: 4000 draws of UCI Car are 48 million cells)
+    dtype = np.min_scalar_type(-int(n_cat.max()))
+    out = np.broadcast_to(codes.astype(dtype), (c * d, *codes.shape)).copy()
+    missing = [(n, np.flatnonzero(codes[:, n] < 0)) for n in range(codes.shape[1])]
+    missing = [(n, rows) for n, rows in missing if rows.size]
+    for sl in _draw_slices(w.shape[0]):
+        probs = _class_posterior(design, w[sl], stacked[sl])  # (d, S, F)
+        cls = _draw_categorical(probs, rng)  # (d, S)
+        for n, rows in missing:
+            a_t = np.swapaxes(stacked[sl, off[n] : off[n + 1], :], 1, 2)  # (d, F, I_n)
+            p = np.take_along_axis(a_t, cls[:, rows, None], axis=1)  # (d, m, I_n)
+            out[sl, rows, n] = _draw_categorical(p, rng)
+    return xr.DataArray(
+        out.reshape(c, d, *codes.shape),
+        dims=("chain", "draw", "row", "variable"),
+        coords={
+            "chain": post["chain"].values,
+            "draw": post["draw"].values,
+            "row": np.arange(codes.shape[0]),
+            "variable": list(data.names),
+        },
+        name=OBSERVED_NAME,
+    )
+
+
+def _draw_slices(n_draws: int):
+    return [slice(s, s + _DRAW_BLOCK) for s in range(0, n_draws, _DRAW_BLOCK)]
+
+
+def _draw_categorical(probs, rng) -> np.ndarray:
+    """One category per leading index from PMFs along the last axis (inverse CDF)."""
+    cdf = np.cumsum(probs, axis=-1)
+    u = rng.random((*probs.shape[:-1], 1)) * cdf[..., -1:]
+    return np.minimum((cdf <= u).sum(-1), probs.shape[-1] - 1)
 
 
 def convergence_summary(idata, *, rhat_max: float = 1.01, ess_min: float = 400) -> dict:

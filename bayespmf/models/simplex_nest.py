@@ -20,7 +20,7 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
-from bayespmf.models._sampling import run_sampler
+from bayespmf.models._sampling import check_sampler_args, run_sampler
 
 __all__ = [
     "align_vertices",
@@ -433,12 +433,9 @@ def sample_simplex_nest(
     ...     tune=5, chains=1, random_seed=0, progressbar=False)  # doctest: +SKIP
     """
     info = _model_info(model)
-    if method not in ("nuts", "advi"):
-        raise DataValidationError(f"'method' must be 'nuts' or 'advi'; got {method!r}.")
-    owner = "sample_simplex_nest"
-    draws = check_int(draws, "draws", owner=owner, low=1)
-    tune = check_int(tune, "tune", owner=owner, low=0)
-    chains = check_int(chains, "chains", owner=owner, low=1)
+    draws, tune, chains = check_sampler_args(
+        method, draws, tune, chains, "sample_simplex_nest"
+    )
     rng = np.random.default_rng(random_seed)
     point = _point_of(init, info, random_seed)
     initvals = initvals_from_vlad(
@@ -448,7 +445,7 @@ def sample_simplex_nest(
         jitter=jitter,
         random_state=rng,
     )
-    idata, elapsed = run_sampler(
+    idata = run_sampler(
         model,
         method=method,
         initvals=initvals,
@@ -460,8 +457,6 @@ def sample_simplex_nest(
         advi_iterations=advi_iterations,
         **sample_kwargs,
     )
-    idata.posterior.attrs["sampling_method"] = method
-    idata.posterior.attrs["sampling_time"] = elapsed
     if align:
         idata = align_vertices(idata, point["vertices"])
     return idata

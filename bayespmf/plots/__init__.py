@@ -8,18 +8,20 @@ display. Nothing in :mod:`bayespmf.kernels` or :mod:`bayespmf.fit` draws.
   PMFs), :func:`plot_convergence` (log-likelihood per iteration);
 * :mod:`~bayespmf.plots.simplex`: :func:`plot_simplex_estimates` (data and estimated
   simplices, Yurochkin et al., Fig. 1);
-* :mod:`~bayespmf.plots.posterior`: :func:`plot_posterior_trace`;
+* :mod:`~bayespmf.plots.posterior`: :func:`plot_posterior_trace`,
+  :func:`plot_posterior_factors` (conditional PMFs per class with credible intervals);
 * :mod:`~bayespmf.plots.tasks`: :func:`plot_task` (a task table as bars).
 """
 
 from bayespmf.plots.factors import plot_convergence, plot_factors
-from bayespmf.plots.posterior import plot_posterior_trace
+from bayespmf.plots.posterior import plot_posterior_factors, plot_posterior_trace
 from bayespmf.plots.simplex import plot_simplex_estimates
 from bayespmf.plots.tasks import plot_task
 
 __all__ = [
     "plot_convergence",
     "plot_factors",
+    "plot_posterior_factors",
     "plot_posterior_trace",
     "plot_simplex_estimates",
     "plot_task",

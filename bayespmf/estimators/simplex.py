@@ -16,13 +16,13 @@ nonnegative matrix factorization", IEEE TPAMI 36(4), 2014.
 
 from __future__ import annotations
 
-import difflib
 import time
 
 import numpy as np
 
 from bayespmf._validation import (
     DataValidationError,
+    check_choice,
     check_float,
     check_int,
     check_random_state,
@@ -56,14 +56,7 @@ NOISE_BIAS_OPTIONS = ("bootstrap", "simex", "none")
 
 
 def _check_kernel(kernel, owner: str) -> str:
-    if isinstance(kernel, str) and kernel.lower() in KERNELS:
-        return kernel.lower()
-    close = difflib.get_close_matches(str(kernel).lower(), KERNELS, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    raise DataValidationError(
-        f"The 'kernel' parameter of {owner} must be one of "
-        f"{', '.join(repr(k) for k in KERNELS)}. Got {kernel!r}.{hint}"
-    )
+    return check_choice(kernel, "kernel", KERNELS, owner=owner)
 
 
 def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray, int]:

@@ -11,9 +11,15 @@ MSE = sum_n ||A_n_hat - A_n||_F^2 / N + ||lam_hat - lam||^2 after Hungarian matc
 (the paper's definition, no 1/F); MAE = ||Z_hat - Z||_F^2 / ||Z||_F^2 (squared relative
 error of the full tensor). Prints our mean over runs next to the published numbers.
 
+JUROR's G2 penalty rho is cross-validated, as the paper does (``rho="cv"``, the
+default of ``bayespmf.fit.juror.juror``); ``--rho both`` adds rows with the former
+fixed ``rho = 0.1 M`` and prints the rho / M the cross-validation chose.
+
 Usage::
 
     python benchmarks/juror_tables.py --tables 1 2 4 --runs 5
+    python benchmarks/juror_tables.py --tables 1 --methods SPA JUROR-A JUROR-B JUROR-C \
+        --rho both --runs 3          # the CV-rho table alone, a few minutes
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from bayespmf import ConvergenceWarning
 from bayespmf.datasets import make_latent_class
 from bayespmf.fit import fit_em
 from bayespmf.fit.ctd import ctd
-from bayespmf.fit.juror import juror
+from bayespmf.fit.juror import RHO_GRID_PER_PROJECTION, juror
 from bayespmf.kernels.cnmf import cnmf_spa
 from bayespmf.marginals import (
     pairwise_marginals,
@@ -39,6 +45,9 @@ from bayespmf.marginals import (
 from bayespmf.metrics import factor_mse, joint_pmf_relative_error, match_components
 
 METHODS = ["CTF", "SPA", "JUROR-A", "JUROR-B", "JUROR-C", "RAND-EM"]
+#: Rows with the former fixed rho = 0.1 M (``--rho both``); the paper's value is that
+#: of the same variant.
+FIXED_RHO = {"JUROR-A rho=0.1M": "a", "JUROR-C rho=0.1M": "c"}
 SETTINGS = {
     1: dict(
         metric="MSE",
@@ -97,41 +106,68 @@ def juror_mse(params, truth) -> float:
     return float(err + np.sum((params.weights[perm] - truth.weights) ** 2))
 
 
-def fit_all(data, rank, seed, args):
-    out, times = {}, {}
-    t0 = time.perf_counter()
-    out["CTF"], _ = ctd(
-        triple_marginals(data), rank, max_iter=args.ctd_iter, tol=1e-5, random_state=seed
-    )
-    times["CTF"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    out["SPA"], _ = cnmf_spa(pairwise_marginals(data), rank, random_state=seed)
-    times["SPA"] = time.perf_counter() - t0
+def fit_all(data, rank, seed, args, methods):
+    out, times, rho = {}, {}, {}
+
+    def timed(name, fit):
+        t0 = time.perf_counter()
+        out[name], info = fit()
+        times[name] = time.perf_counter() - t0
+        return info
+
+    if "CTF" in methods:
+        timed(
+            "CTF",
+            lambda: ctd(
+                triple_marginals(data),
+                rank,
+                max_iter=args.ctd_iter,
+                tol=1e-5,
+                random_state=seed,
+            ),
+        )
+    if "SPA" in methods:
+        timed("SPA", lambda: cnmf_spa(pairwise_marginals(data), rank, random_state=seed))
     proj = random_projections(data.n_categories, args.n_projections, random_state=seed)
     stats = projection_marginals(data, proj)
     for v in "abc":
-        t0 = time.perf_counter()
-        out[f"JUROR-{v.upper()}"], _ = juror(
-            stats, rank, variant=v, tol=1e-5, random_state=seed
+        name = f"JUROR-{v.upper()}"
+        if name in methods:
+            info = timed(
+                name,
+                lambda v=v: juror(stats, rank, variant=v, tol=1e-5, random_state=seed),
+            )
+            if info["rho"] is not None:
+                rho[name] = info["rho"] / args.n_projections
+    for name, v in FIXED_RHO.items():
+        if name in methods:
+            timed(
+                name,
+                lambda v=v: juror(
+                    stats, rank, variant=v, rho=None, tol=1e-5, random_state=seed
+                ),
+            )
+    if "RAND-EM" in methods:
+        timed(
+            "RAND-EM",
+            lambda: fit_em(data, rank, max_iter=args.em_iter, tol=1e-5, random_state=seed),
         )
-        times[f"JUROR-{v.upper()}"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    out["RAND-EM"], _ = fit_em(
-        data, rank, max_iter=args.em_iter, tol=1e-5, random_state=seed
-    )
-    times["RAND-EM"] = time.perf_counter() - t0
-    return out, times
+    return out, times, rho
 
 
 def run_table(table, args):
     cfg = SETTINGS[table]
     sizes = [s for s in cfg["sizes"] if args.max_size is None or s <= args.max_size]
-    res = {m: np.zeros((args.runs, len(sizes))) for m in METHODS}
+    methods = [m for m in METHODS if m in args.methods]
+    if args.rho == "both":
+        methods += [m for m, v in FIXED_RHO.items() if f"JUROR-{v.upper()}" in methods]
+    chosen_rho = {m: np.zeros((args.runs, len(sizes))) for m in ("JUROR-A", "JUROR-C")}
+    res = {m: np.zeros((args.runs, len(sizes))) for m in methods}
     # the CNMF code's normalization (factor term divided by F): Vora et al. cite the
     # CNMF papers for their MSE, and the published values are far below what the
     # formula as written gives, so both are printed
-    res_per_f = {m: np.zeros((args.runs, len(sizes))) for m in METHODS}
-    secs = {m: 0.0 for m in METHODS}
+    res_per_f = {m: np.zeros((args.runs, len(sizes))) for m in methods}
+    secs = {m: 0.0 for m in methods}
     n_warn = 0
     for i, size in enumerate(sizes):
         for run in range(args.runs):
@@ -146,9 +182,12 @@ def run_table(table, args):
             )
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", ConvergenceWarning)
-                est, times = fit_all(data, cfg["rank"], seed, args)
+                est, times, rho = fit_all(data, cfg["rank"], seed, args, methods)
             n_warn += sum(issubclass(w.category, ConvergenceWarning) for w in caught)
-            for m in METHODS:
+            for m, r in rho.items():
+                if m in chosen_rho:
+                    chosen_rho[m][run, i] = r
+            for m in methods:
                 secs[m] += times[m]
                 if cfg["metric"] == "MSE":
                     res[m][run, i] = juror_mse(est[m], truth)
@@ -165,26 +204,49 @@ def run_table(table, args):
         f"N={cfg['n_vars']}, kappa={cfg['kappa']} (mean over {args.runs} runs; "
         "paper in brackets, mean over 5 runs)"
     )
-    print(f"{'Ns':<9}" + "".join(f"{s:>17}" for s in sizes) + f"{'s/fit':>8}")
-    for m in METHODS:
+    width = max(len(m) for m in methods) + 1
+
+    def paper(m, s):
+        key = m if m in PAPER[table] else f"JUROR-{FIXED_RHO[m].upper()}"
+        return PAPER[table][key][cfg["sizes"].index(s)]
+
+    print(f"{'Ns':<{width}}" + "".join(f"{s:>17}" for s in sizes) + f"{'s/fit':>8}")
+    for m in methods:
         cells = "".join(
-            f"{res[m][:, i].mean():>9.3f} [{PAPER[table][m][cfg['sizes'].index(s)]:.3f}]"
-            for i, s in enumerate(sizes)
+            f"{res[m][:, i].mean():>9.3f} [{paper(m, s):.3f}]" for i, s in enumerate(sizes)
         )
-        print(f"{m:<9}{cells}{secs[m] / (args.runs * len(sizes)):>8.2f}")
+        print(f"{m:<{width}}{cells}{secs[m] / (args.runs * len(sizes)):>8.2f}")
     if cfg["metric"] == "MSE":
         print("same fits, factor term divided by F (bayespmf.metrics.factor_mse):")
-        for m in METHODS:
-            paper = [PAPER[table][m][cfg["sizes"].index(s)] for s in sizes]
+        for m in methods:
             cells = "".join(
-                f"{res_per_f[m][:, i].mean():>9.3f} [{p:.3f}]" for i, p in enumerate(paper)
+                f"{res_per_f[m][:, i].mean():>9.3f} [{paper(m, s):.3f}]"
+                for i, s in enumerate(sizes)
             )
-            print(f"{m:<9}{cells}")
+            print(f"{m:<{width}}{cells}")
+    for m, r in chosen_rho.items():
+        if m in methods:
+            cells = "".join(
+                f"{'/'.join(f'{v:g}' for v in r[:, i]):>17}" for i in range(len(sizes))
+            )
+            print(f"{'rho/M ' + m:<{width}}{cells}   (cross-validated, per run)")
+    paper_rows = [m for m in methods if m in PAPER[table]]
     best = [
-        METHODS[int(np.argmin([res[m][:, i].mean() for m in METHODS]))]
+        paper_rows[int(np.argmin([res[m][:, i].mean() for m in paper_rows]))]
         for i in range(len(sizes))
     ]
-    print(f"best per Ns: {best}; ConvergenceWarnings: {n_warn}")
+    paper_best = [
+        min(PAPER[table], key=lambda m, s=s: PAPER[table][m][cfg["sizes"].index(s)])
+        for s in sizes
+    ]
+    print(f"best per Ns: {best}; paper: {paper_best}; ConvergenceWarnings: {n_warn}")
+    if any(m in methods for m in chosen_rho):
+        print(
+            "rho: JUROR-A/C cross-validate rho = c M over c in "
+            f"{list(RHO_GRID_PER_PROJECTION)} by the held-out J of half of the "
+            "projections (the paper: 'choosing rho via cross-validation', no details); "
+            "the 'rho=0.1M' rows are the former fixed value. JUROR-B has no G2 and no rho."
+        )
 
 
 def main(argv=None):
@@ -199,6 +261,15 @@ def main(argv=None):
     parser.add_argument("--n-projections", type=int, default=200, help="M (paper: 200)")
     parser.add_argument("--ctd-iter", type=int, default=300, help="CTD sweeps")
     parser.add_argument("--em-iter", type=int, default=500, help="RAND-EM iterations")
+    parser.add_argument(
+        "--methods", nargs="+", default=METHODS, choices=METHODS, help="rows to fit"
+    )
+    parser.add_argument(
+        "--rho",
+        choices=["cv", "both"],
+        default="both",
+        help="JUROR's rho: cross-validated only, or also the former fixed 0.1 M rows",
+    )
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     for table in args.tables:

@@ -9,7 +9,7 @@ from bayespmf import ConvergenceWarning, DataValidationError
 from bayespmf.fit.cnmf import cnmf_opt
 from bayespmf.kernels.cnmf import (
     cnmf_spa,
-    max_identifiable_rank,
+    max_cnmf_rank,
     pairwise_misfit,
 )
 from bayespmf.marginals import PairwiseMarginals, pairwise_marginals
@@ -206,9 +206,115 @@ def test_spa_errors(separable_case):
         lonely = _drop_pair(lonely, j, k)
     with pytest.raises(DataValidationError, match="No pair of variables is co-observed"):
         cnmf_spa(lonely, 2)
+    with pytest.raises(DataValidationError, match="'selection' parameter of cnmf_spa"):
+        cnmf_spa(m, 2, selection="cv")
+    with pytest.raises(ValueError, match="'n_bootstrap' parameter of cnmf_spa"):
+        cnmf_spa(m, 2, n_bootstrap=0)
 
 
-def test_max_identifiable_rank_brute_force():
+@pytest.mark.parametrize("n_vars", [2, 3, 5, 6])
+def test_spa_candidates_are_every_split_of_few_variables(n_vars):
+    m = PairwiseMarginals.from_params(
+        [0.5, 0.5], [np.array([[0.9, 0.1], [0.1, 0.9]])] * n_vars
+    )
+    _, info = cnmf_spa(m, 1, random_state=0)
+    splits = [split for split, _ in info["candidates"]]
+    everything = {
+        (s1, tuple(v for v in range(n_vars) if v not in s1))
+        for size in range(1, n_vars)
+        for s1 in itertools.combinations(range(n_vars), size)
+    }
+    assert len(splits) == len(everything) == 2**n_vars - 2
+    assert set(splits) == everything
+    # the paper's contiguous split S1 = {1..ceil(N/2)} comes first
+    half = (n_vars + 1) // 2
+    assert splits[0] == (tuple(range(half)), tuple(range(half, n_vars)))
+
+
+def test_spa_candidates_of_many_variables_cut_orders():
+    n_cat = [3] * 9
+    m = PairwiseMarginals.from_params([1.0], [np.full((3, 1), 1 / 3)] * 9)
+    _, info = cnmf_spa(m, 1, n_splits=2, random_state=0)
+    splits = [split for split, _ in info["candidates"]]
+    assert splits[0] == ((0, 1, 2, 3, 4), (5, 6, 7, 8))  # M = ceil(9 / 2)
+    assert ((0, 1), (2, 3, 4, 5, 6, 7, 8)) in splits  # a quarter of sum(I) in S1
+    assert ((2, 3, 4, 5, 6, 7, 8), (0, 1)) in splits  # and its orientation
+    assert ((0, 2, 4, 6, 8), (1, 3, 5, 7)) in splits  # interleaved
+    for s1, s2 in splits:
+        assert sorted(s1 + s2) == list(range(len(n_cat)))
+    assert len(splits) == len(set(splits)) <= 2 * 2 * (2 + 2)
+
+
+def _table1_marginals(n_rows, seed):
+    """The CNMF paper's Table 1 generator: N=5, F=5, I=10, p=0.5, anchors in S2."""
+    from bayespmf.datasets import make_latent_class
+
+    data, truth = make_latent_class(
+        n_rows,
+        10,
+        5,
+        0.5,
+        n_variables=5,
+        factor_prior="separable",
+        epsilon=0.1,
+        split=3,
+        random_state=seed,
+    )
+    return pairwise_marginals(data), truth
+
+
+def test_spa_bootstrap_selection_picks_smallest_bootstrap_error():
+    m, _ = _table1_marginals(5000, 0)
+    _, info = cnmf_spa(m, 5, random_state=1)
+    assert info["selection"] == "bootstrap"
+    boot = dict(info["bootstrap_error"])
+    assert len(boot) > 1
+    assert info["split"] in boot
+    assert boot[info["split"]] == min(boot.values())
+    misfits = {split: v for split, v in info["candidates"] if isinstance(v, float)}
+    assert info["misfit"] == misfits[info["split"]]
+    # every bootstrapped split is within the ratio of the best misfit
+    assert max(misfits[s] for s in boot) <= 1.5 * min(misfits.values())
+    # "misfit" keeps the rule without a bootstrap
+    _, info_m = cnmf_spa(m, 5, selection="misfit", random_state=1)
+    assert info_m["selection"] == "misfit" and info_m["bootstrap_error"] == []
+    assert info_m["misfit"] == min(misfits.values())
+
+
+def test_spa_bootstrap_split_beats_paper_split_on_table1():
+    # Issue 15: on the paper's Table 1 generator the split chosen from the data must be
+    # at least as good as the paper's fixed M = 3 split (mean over seeds).
+    from bayespmf.metrics import factor_mse
+
+    ours, fixed = [], []
+    for seed in range(3):
+        m, truth = _table1_marginals(10_000, seed)
+        for out, split in ((ours, None), (fixed, ([0, 1, 2], [3, 4]))):
+            est, _ = cnmf_spa(m, 5, split=split, random_state=seed)
+            out.append(factor_mse(est.weights, est.factors, truth.weights, truth.factors))
+    assert np.mean(ours) <= np.mean(fixed)
+
+
+def test_bootstrap_replicates_are_multinomial_around_the_model():
+    # reference: the mean of many replicates is the model, and the per-cell variance
+    # is p (1 - p) / n, the multinomial's
+    from bayespmf.kernels.cnmf import _replicate
+
+    weights = np.array([0.3, 0.7])
+    factors = [_norm(np.random.default_rng(n).uniform(size=(3, 2))) for n in range(3)]
+    m = PairwiseMarginals.from_params(weights, factors, n_samples=50)
+    observed = ~np.eye(3, dtype=bool)
+    rng = np.random.default_rng(0)
+    reps = np.stack(
+        [_replicate(m.joint, m.counts, m.offsets, observed, rng) for _ in range(4000)]
+    )
+    np.testing.assert_allclose(reps.mean(axis=0), m.joint, atol=4e-3)
+    p = m.joint[0:3, 3:6]
+    np.testing.assert_allclose(reps[:, 0:3, 3:6].var(axis=0), p * (1 - p) / 50, rtol=0.15)
+    np.testing.assert_array_equal(reps[:, 3:6, 0:3], reps[:, 0:3, 3:6].transpose(0, 2, 1))
+
+
+def test_max_cnmf_rank_brute_force():
     rng = np.random.default_rng(0)
     for _ in range(10):
         n_cat = rng.integers(2, 9, size=rng.integers(2, 7)).tolist()
@@ -219,7 +325,7 @@ def test_max_identifiable_rank_brute_force():
             for sub in itertools.combinations(n_cat, r)
             for s in [sum(sub)]
         )
-        assert max_identifiable_rank(n_cat) == best
+        assert max_cnmf_rank(n_cat) == best
 
 
 def test_pairwise_misfit_matches_loop(sampled_case):

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from bayespmf import DataValidationError
-from bayespmf.fit.juror import juror
-from bayespmf.kernels.juror import JurorProblem
+from bayespmf.fit.juror import RHO_GRID_PER_PROJECTION, juror
+from bayespmf.kernels.juror import JurorProblem, projection_folds
 from bayespmf.marginals import (
     PairwiseMarginals,
     ProjectionMarginals,
@@ -134,3 +134,71 @@ def test_errors(exact):
     )
     with pytest.raises(DataValidationError, match="co-observed"):
         JurorProblem(empty)
+
+
+def test_projection_folds_partition_the_projections(exact):
+    w, a, _, stats = exact
+    folds = projection_folds(stats, 3, random_state=0)
+    proj = stats.projections
+    seen = []
+    for train, held in folds:
+        assert train.projections.n_projections + held.projections.n_projections == 30
+        # every held-out direction is one of the originals, with its own PMFs
+        for sub in (train, held):
+            for m in range(sub.projections.n_projections):
+                match = np.flatnonzero(
+                    np.all(
+                        proj.directions == sub.projections.directions[:, [m]], axis=(0, 2)
+                    )
+                )
+                assert match.size == 1
+                np.testing.assert_array_equal(sub.pmfs[:, m], stats.pmfs[:, match[0]])
+        seen.extend(map(tuple, held.projections.directions[0]))
+        np.testing.assert_array_equal(train.counts, stats.counts)
+        # exact statistics: the truth fits the held-out directions exactly
+        assert JurorProblem(held).value(w, np.concatenate(a)) < 1e-14
+    assert sorted(seen) == sorted(map(tuple, proj.directions[0]))
+    with pytest.raises(DataValidationError, match="at least 62 projections"):
+        projection_folds(stats, 31)
+
+
+def _sampled_stats(n_rows, seed):
+    rng = np.random.default_rng(seed)
+    w = np.array([0.2, 0.3, 0.5])
+    a = [rng.dirichlet(np.full(5, 0.5), size=3).T for _ in range(5)]
+    z = rng.choice(3, size=n_rows, p=w)
+    codes = np.column_stack(
+        [(rng.random(n_rows)[:, None] > np.cumsum(f[:, z].T, axis=1)).sum(1) for f in a]
+    )
+    proj = random_projections([5] * 5, 20, random_state=seed)
+    return w, a, ProjectionMarginals.from_pairwise(pairwise_marginals(codes, [5] * 5), proj)
+
+
+def test_rho_cv_picks_smallest_held_out_misfit_and_refits_with_it():
+    _, _, stats = _sampled_stats(2000, 1)
+    params, info = juror(stats, 3, variant="c", random_state=0)
+    grid = np.asarray(RHO_GRID_PER_PROJECTION) * 20
+    np.testing.assert_allclose(sorted(info["rho_cv"]), grid)
+    best = min(info["rho_cv"], key=info["rho_cv"].get)
+    assert info["rho"] == best
+    # the final fit is the fit with that rho given (CV does not touch its inputs)
+    again, info2 = juror(stats, 3, variant="c", rho=best, random_state=0)
+    np.testing.assert_array_equal(params.weights, again.weights)
+    assert info2["rho_cv"] == {} and info2["rho"] == best
+    # rho=None is the former fixed default, 0.1 * M
+    assert juror(stats, 3, variant="c", rho=None, random_state=0)[1]["rho"] == 2.0
+    # variant b has no G2: no rho, no cross-validation
+    _, info_b = juror(stats, 3, variant="b", random_state=0)
+    assert info_b["rho"] is None and info_b["rho_cv"] == {}
+
+
+def test_rho_cv_errors(exact):
+    _, _, pop, _ = exact
+    few = ProjectionMarginals.from_pairwise(
+        pop, random_projections([5] * 5, 3, random_state=0)
+    )
+    with pytest.raises(DataValidationError, match="pass a numeric 'rho'"):
+        juror(few, 3, variant="c")
+    juror(few, 3, variant="b")  # no G2, no CV needed
+    with pytest.raises(DataValidationError, match="'rho' parameter of juror must be 'cv'"):
+        juror(few, 3, rho="loo")

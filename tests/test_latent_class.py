@@ -68,7 +68,10 @@ def oracle(sim):
 @pytest.mark.parametrize("method", ["em", "squarem", "cnmf-spa-em", "cnmf-spa-squarem"])
 def test_em_methods_recover_truth(sim, oracle, method):
     data, truth = sim
-    est = LatentClassPMF(3, method=method, random_state=0, max_iter=2000, tol=1e-10)
+    # max_iter 10000: on this non-separable design CNMF-SPA's start (the split chosen by
+    # the bootstrap) lies near a saddle that plain EM needs ~4750 iterations to leave;
+    # the test asks that it gets there and says converged, not how fast.
+    est = LatentClassPMF(3, method=method, random_state=0, max_iter=10000, tol=1e-10)
     est.fit(data)
     total = log_likelihood_rows(data, est.weights_, est.factors_).sum()
     # the maximum found from the truth, or a local maximum less than 1 nat below it:

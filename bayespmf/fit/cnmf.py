@@ -55,7 +55,7 @@ def cnmf_opt(
     marginals : PairwiseMarginals
         The pairwise marginals to fit (N >= 2 variables, empirical or population).
     rank : int
-        Latent classes F; at most ``max_identifiable_rank(n_categories)``, as for
+        Latent classes F; at most ``max_cnmf_rank(n_categories)``, as for
         :func:`~bayespmf.kernels.cnmf.cnmf_spa`.
     init : None, "random", "cnmf-spa", LatentClassParams or (weights, factors)
         Starting point. ``None``/"random": columns drawn uniformly from

@@ -33,12 +33,13 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from bayespmf._validation import DataValidationError, check_int
+from bayespmf._validation import DataValidationError, check_int, check_random_state
 from bayespmf.kernels.cnmf import cnmf_spa
 from bayespmf.kernels.simplex import project_simplex
 from bayespmf.marginals import (
     PairwiseMarginals,
     ProjectionMarginals,
+    RandomProjections,
     projection_marginals,
     random_projections,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "g3_init",
     "g3_step",
     "juror_g1",
+    "projection_folds",
 ]
 
 #: Variants of Alg. 1 by their blocks (Vora et al., Sec. 4: "A: G1 + G2 + G3,
@@ -67,8 +69,9 @@ DEFAULT_N_PROJECTIONS = 200
 
 #: Default penalty of G2, relative to M. Every column of the Radon matrix holds M ones,
 #: so the eigenvalues of R^T R scale with M; rho = M / 10 weights the coupling term
-#: ``||Z - A D A^T||^2`` like a tenth of one projection set. The paper picks rho by
-#: cross-validation (Sec. 3); this default is not tuned.
+#: ``||Z - A D A^T||^2`` like a tenth of one projection set. Not tuned: it is what
+#: ``juror(rho=None)`` uses; the default ``rho="cv"`` cross-validates rho as the paper
+#: does (Sec. 3).
 DEFAULT_RHO_PER_PROJECTION = 0.1
 
 #: Eigenvalues of R^T R below this fraction of the largest are treated as zero by the
@@ -326,8 +329,10 @@ def _project_factors(stacked: np.ndarray, weights: np.ndarray, offsets) -> tuple
 
 
 # ------------------------------------------------------------------ G1, G2 and G3
-def juror_g1(prob: JurorProblem, rank: int, random_state=None):
+def juror_g1(prob: JurorProblem, rank: int, random_state=None, split=None):
     """G1 (Alg. 1, lines 2-4): least-squares Radon inversion, then CNMF-SPA.
+
+    ``split`` fixes CNMF-SPA's split (by default CNMF-SPA chooses it).
 
     Returns
     -------
@@ -340,8 +345,57 @@ def juror_g1(prob: JurorProblem, rank: int, random_state=None):
     """
     z = prob.solve(0.0)
     pairwise = _as_pairwise(prob, z)
-    params, spa_info = cnmf_spa(pairwise, rank, random_state=random_state)
+    params, spa_info = cnmf_spa(pairwise, rank, split=split, random_state=random_state)
     return params.weights, stack_factors(params.factors), pairwise, spa_info
+
+
+def projection_folds(stats: ProjectionMarginals, n_folds: int, random_state=None):
+    """Split the M projections of every pair into ``n_folds`` folds.
+
+    Projection ``m`` of every pair goes to the same fold (the directions of different
+    pairs are drawn independently, so nothing links them). Returns a list of
+    ``(training, held_out)`` ProjectionMarginals, one per fold, that share the rows,
+    counts and binning of ``stats``.
+
+    Raises
+    ------
+    DataValidationError
+        Fewer than 2 projections per fold.
+
+    Examples
+    --------
+    >>> from bayespmf.marginals import PairwiseMarginals, random_projections
+    >>> A = [np.array([[0.9, 0.2], [0.1, 0.8]])] * 3
+    >>> pop = PairwiseMarginals.from_params([0.5, 0.5], A)
+    >>> stats = ProjectionMarginals.from_pairwise(pop, random_projections([2] * 3, 10))
+    >>> [(a.projections.n_projections, b.projections.n_projections)
+    ...  for a, b in projection_folds(stats, 2, random_state=0)]
+    [(5, 5), (5, 5)]
+    """
+    proj = stats.projections
+    n_proj = proj.n_projections
+    n_folds = check_int(n_folds, "n_folds", owner="projection_folds", low=2)
+    if n_proj < 2 * n_folds:
+        raise DataValidationError(
+            f"Cross-validating over {n_folds} folds of the projections needs at least "
+            f"{2 * n_folds} projections per pair; the statistics hold {n_proj}. Draw "
+            "more projections or pass a numeric 'rho'."
+        )
+    order = check_random_state(random_state).permutation(n_proj)
+
+    def subset(idx):
+        idx = np.sort(idx)
+        sub = RandomProjections(
+            proj.n_categories, proj.pairs, proj.directions[:, idx], proj.n_bins
+        )
+        return ProjectionMarginals(sub, stats.pmfs[:, idx], stats.counts, stats.n_samples)
+
+    folds = np.array_split(order, n_folds)
+    out = []
+    for f, held in enumerate(folds):
+        train = np.concatenate([g for i, g in enumerate(folds) if i != f])
+        out.append((subset(train), subset(held)))
+    return out
 
 
 class G2State(NamedTuple):

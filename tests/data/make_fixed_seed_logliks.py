@@ -1,9 +1,12 @@
 """Record fixed-seed log-likelihoods of every LatentClassPMF method.
 
 Run once on a known-good tree (it wrote ``fixed_seed_logliks.json`` on commit 689be97,
-before the fit pipeline moved to ``bayespmf.fit``); ``tests/test_fit_regression.py``
-checks that refactors do not move these numbers. Explicit method, ``tol=1e-300`` (so
-the iteration count, not the stopping rule, ends every fit) and ``max_iter``.
+before the fit pipeline moved to ``bayespmf.fit``, and again when CNMF-SPA's split
+choice and JUROR's rho changed on purpose: cnmf-spa, cnmf-opt, cnmf-spa-em,
+cnmf-spa-squarem and juror* moved then; em, squarem, ctd and ad-em did not);
+``tests/test_fit_regression.py`` checks that refactors do not move these numbers.
+Explicit method, ``tol=1e-300`` (so the iteration count, not the stopping rule, ends
+every fit) and ``max_iter``.
 """
 
 import json

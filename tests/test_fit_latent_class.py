@@ -34,6 +34,7 @@ def test_default_reaches_the_optimum_a_single_start_misses(trap):
     assert table["gap"].iloc[0] == 0.0
     assert table["n_starts"].sum() == len(auto.info_["refined"])
     assert auto.n_init_best_ == table["n_starts"].iloc[0] >= 2
+    assert auto.info_["rounds"] == 1  # replicated in the first round: no more starts
 
 
 def test_random_state_reproduces_and_changes_the_random_starts(trap):
@@ -43,6 +44,39 @@ def test_random_state_reproduces_and_changes_the_random_starts(trap):
     np.testing.assert_array_equal(a.info["explore_loglik"], b.info["explore_loglik"])
     np.testing.assert_array_equal(a.params.weights, b.params.weights)
     assert not np.allclose(a.info["explore_loglik"][1:], c.info["explore_loglik"][1:])
+
+
+@pytest.fixture(scope="module")
+def rough():
+    """Few rows, many 5-level items, rank 4: nearly every start ends at its own optimum."""
+    data, _ = make_latent_class(80, [5] * 10, rank=4, observed_prob=0.5, random_state=2)
+    return data
+
+
+def test_default_adds_rounds_of_starts_while_the_best_is_not_replicated(rough, monkeypatch):
+    import bayespmf.fit.latent_class as lc
+
+    monkeypatch.setattr(lc, "DEFAULT_N_INIT", 20)  # small rounds: a few seconds
+    with pytest.warns(LocalOptimumWarning, match=r"n_init=20;"):  # explicit: one round
+        one = fit_latent_class(rough, 4, random_state=1, n_init=20)
+    assert one.info["rounds"] == 1
+    with pytest.warns(LocalOptimumWarning, match="refined starts"):
+        fit = fit_latent_class(rough, 4, random_state=1)
+    assert 1 < fit.info["rounds"] <= lc.MAX_ROUNDS
+    kinds = fit.info["starts"]
+    assert len(kinds) == 20 * fit.info["rounds"] and "perturbed" in kinds
+    assert kinds[:20] == one.info["starts"]  # the first round is the one-round fit
+    # later rounds only add starts: the best cannot fall below the first round's
+    assert fit.loglik >= one.loglik - 1e-9
+    assert len(fit.info["refined"]) == fit.optima["n_starts"].sum()
+    ll = log_likelihood_rows(rough.codes, *fit.params).sum()
+    assert fit.loglik == pytest.approx(ll, rel=1e-12)
+    # reproducible, and the rounds' random parts change with random_state
+    with pytest.warns(LocalOptimumWarning):
+        again = fit_latent_class(rough, 4, random_state=1)
+        other = fit_latent_class(rough, 4, random_state=2)
+    np.testing.assert_array_equal(again.info["refined_loglik"], fit.info["refined_loglik"])
+    assert not np.array_equal(other.info["explore_loglik"], fit.info["explore_loglik"])
 
 
 def test_optima_table_groups_by_loglik_and_reports_a_ridge():

@@ -75,7 +75,10 @@ class LatentClassPMF(BaseEstimator):
         The others are the single-start algorithms of the papers (``"em"``,
         ``"squarem"``, ``"cnmf-spa"``, ``"cnmf-opt"``, ``"cnmf-spa-em"``, ...).
     n_init : int, optional
-        Starts of ``"auto"`` (default :data:`bayespmf.fit.DEFAULT_N_INIT`).
+        Starts of ``"auto"``. ``None`` (default): rounds of
+        :data:`bayespmf.fit.DEFAULT_N_INIT` starts, another round (up to
+        ``MAX_ROUNDS``) while the best log-likelihood is not replicated by enough
+        refined starts; an integer: exactly that many starts.
     init : "auto", "random" or list of (weights, factors), default "auto"
         Starts of ``"auto"``: the CNMF-SPA estimate plus random ones, random ones
         only, or the given ones.
@@ -124,8 +127,9 @@ class LatentClassPMF(BaseEstimator):
     Warns
     -----
     LocalOptimumWarning
-        ``"auto"``: the best optimum was reached by fewer than
-        ``bayespmf.fit.latent_class.MIN_BEST_SHARE`` of the starts (or by one only).
+        ``"auto"``: the best log-likelihood was not replicated (reached by fewer than
+        2 refined starts, or fewer than ``bayespmf.fit.latent_class.MIN_BEST_SHARE`` of
+        them), after up to ``MAX_ROUNDS`` rounds of starts with the default ``n_init``.
     ConvergenceWarning
         The iterative stage stopped at ``max_iter``.
 

@@ -13,6 +13,7 @@ imported from there, not re-exported here, where ``ctd`` would hide the module
 ``bayespmf.fit.ctd``.
 """
 
+from bayespmf.fit.covariates import fit_latent_class_regression
 from bayespmf.fit.em import EMInfo, ad_em, fit_em, run_em
 from bayespmf.fit.latent_class import (
     DEFAULT_N_INIT,
@@ -37,6 +38,7 @@ __all__ = [
     "ad_em",
     "fit_em",
     "fit_latent_class",
+    "fit_latent_class_regression",
     "iterate",
     "max_identifiable_rank",
     "run_em",

@@ -161,9 +161,14 @@ def fit_default(case: Case, seed: int, label: str = "default") -> Row:
             best_starts = int(getattr(est, "n_init_best_", optima["n_starts"].iloc[0]))
             row.starts = (best_starts, n_starts)
             notes.append(f"optima_ loglik {own_best:.3f} is not on the total scale")
-        n_init = getattr(est, "n_init", None) or DEFAULT_N_INIT
+        info = getattr(est, "info_", None) or {}
+        n_total = (
+            len(info.get("starts", ())) or getattr(est, "n_init", None) or DEFAULT_N_INIT
+        )
+        rounds = info.get("rounds", 1)
         notes.append(
-            f"distinct optima {len(optima)} (of {n_starts} refined / {n_init} starts)"
+            f"distinct optima {len(optima)} (of {n_starts} refined / {n_total} starts"
+            + (f", {rounds} rounds)" if rounds > 1 else ")")
         )
     elif hasattr(est, "n_init_best_") and est.n_init_best_ is not None:
         row.starts = (int(est.n_init_best_), int(getattr(est, "n_init", 0) or 0))

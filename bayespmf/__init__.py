@@ -23,7 +23,14 @@ from bayespmf import datasets, io
 from bayespmf._validation import ConvergenceWarning, DataValidationError
 from bayespmf._version import __version__
 from bayespmf.data import MISSING, CategoricalData
-from bayespmf.estimators import GDM, VLAD, LatentClassPMF, PurificationNMF, SimplexSPA
+from bayespmf.estimators import (
+    GDM,
+    VLAD,
+    LatentClassPMF,
+    LatentClassRegression,
+    PurificationNMF,
+    SimplexSPA,
+)
 from bayespmf.fit.squarem import squarem
 from bayespmf.pmf import LatentClassParams
 
@@ -37,6 +44,7 @@ __all__ = [
     "DataValidationError",
     "LatentClassPMF",
     "LatentClassParams",
+    "LatentClassRegression",
     "__version__",
     "PurificationNMF",
     "datasets",

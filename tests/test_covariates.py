@@ -315,3 +315,20 @@ def test_does_not_stop_while_an_entry_leaves_the_boundary():
         state, _ = step(state)
     more = covariate_loglik(data, state.beta, state.factors_stacked)
     assert more - fit.loglik < 1e-4
+
+
+def test_predictions_take_one_row_and_constant_covariates():
+    from bayespmf.fit.covariates import (
+        LatentClassRegressionParams,
+        class_prior_proba,
+        predict_class_proba,
+    )
+
+    beta = np.array([[0.0, 0.5], [0.0, -1.0]])  # intercept and one covariate, F = 2
+    params = LatentClassRegressionParams(beta, [np.array([[0.9, 0.2], [0.1, 0.8]])])
+    one = predict_class_proba([[0]], [[2.0]], params)
+    prior = class_prior_proba([[2.0]], beta)
+    lj = np.log(prior[0]) + np.log([0.9, 0.2])  # Bayes' rule by hand
+    np.testing.assert_allclose(one[0], np.exp(lj) / np.exp(lj).sum(), rtol=1e-12)
+    same = predict_class_proba([[0], [1]], [[2.0], [2.0]], params)  # constant column
+    np.testing.assert_allclose(same[0], one[0], rtol=1e-12)

@@ -2,6 +2,7 @@
 
 from bayespmf.estimators.latent_class import METHODS, LatentClassPMF, NotFittedError
 from bayespmf.estimators.purification import PurificationNMF
+from bayespmf.estimators.regression import LatentClassRegression
 from bayespmf.estimators.simplex import GDM, VLAD, SimplexSPA
 
 __all__ = [
@@ -9,6 +10,7 @@ __all__ = [
     "METHODS",
     "VLAD",
     "LatentClassPMF",
+    "LatentClassRegression",
     "NotFittedError",
     "PurificationNMF",
     "SimplexSPA",

@@ -162,14 +162,21 @@ class LatentClassRegressionFit(NamedTuple):
 # ------------------------------------------------------------------------ validation
 
 
-def check_covariates(covariates, n_rows: int, *, fit_intercept: bool, owner: str):
+def check_covariates(
+    covariates, n_rows: int, *, fit_intercept: bool, owner: str, check_rank: bool = True
+):
     """The design matrix: ``covariates`` as float (S, D0), checked, intercept prepended.
+
+    ``check_rank=False`` (predictions) skips the collinearity check: beta is already
+    identified by the fit, and one new row, or rows with a constant covariate, are
+    legitimate input there.
 
     Raises
     ------
     ValueError
         Not numeric, not 1-D/2-D, a row count other than ``n_rows``, non-finite values,
-        or columns that are collinear (with the intercept, when one is fitted).
+        or (``check_rank``) columns that are collinear (with the intercept, when one is
+        fitted).
 
     Examples
     --------
@@ -209,7 +216,7 @@ def check_covariates(covariates, n_rows: int, *, fit_intercept: bool, owner: str
             "fit_intercept=False: the class prior would be uniform. Pass "
             "fit_intercept=True or at least one covariate."
         )
-    rank = np.linalg.matrix_rank(z)
+    rank = np.linalg.matrix_rank(z) if check_rank else z.shape[1]
     if rank < z.shape[1]:
         with_icpt = " (a constant column duplicates the intercept)" if fit_intercept else ""
         raise ValueError(
@@ -240,6 +247,7 @@ def class_prior_proba(covariates, beta, *, fit_intercept: bool = True) -> np.nda
         np.shape(np.atleast_1d(covariates))[0],
         fit_intercept=fit_intercept,
         owner="class_prior_proba",
+        check_rank=False,
     )
     if z.shape[1] != beta.shape[0]:
         raise ValueError(
@@ -282,6 +290,7 @@ def predict_class_proba(
         codes.shape[0],
         fit_intercept=fit_intercept,
         owner="predict_class_proba",
+        check_rank=False,
     )
     if z.shape[1] != np.shape(beta)[0]:
         raise ValueError(

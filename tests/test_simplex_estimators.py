@@ -263,8 +263,12 @@ def test_error_paths(cls):
     with pytest.raises(NotFittedError, match=r"not fitted"):
         cls(2).transform(X)
     est = cls(2).fit(X)
-    with pytest.raises(DataValidationError, match=r"3 features.*fitted on 2"):
+    with pytest.raises(DataValidationError, match=r"X has 3 features.*expecting 2.*fit"):
         est.fit(X[:, :2]).transform(X)
+    with pytest.raises(NotFittedError, match=r"not fitted"):
+        cls(2).score(X)
+    # transform takes any number of rows, fewer than the vertices included
+    assert est.transform(X[:1, :2]).shape == (1, 2)
 
 
 def test_bad_hyperparameters():

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 
 from bayespmf._npz import load_npz_safely
 from bayespmf._validation import (
@@ -53,8 +54,12 @@ _PARAMS = (
 )
 
 
-class NotFittedError(ValueError, AttributeError):
-    """The estimator is used before ``fit``."""
+class NotFittedError(SklearnNotFittedError):
+    """The estimator is used before ``fit``.
+
+    A subclass of scikit-learn's (itself a ``ValueError`` and an ``AttributeError``), so
+    ``except NotFittedError`` clauses written for scikit-learn catch it.
+    """
 
 
 class LatentClassPMF(BaseEstimator):
@@ -123,6 +128,16 @@ class LatentClassPMF(BaseEstimator):
         Seconds spent in :meth:`fit`.
     info_ : dict
         Details from the stages (e.g. the chosen CNMF-SPA split, every start).
+
+    Notes
+    -----
+    **scikit-learn conventions.** A ``BaseEstimator``: ``get_params``/``set_params``/
+    ``clone`` work and ``score`` (mean log-likelihood per row) serves ``GridSearchCV``.
+    ``fit`` takes integer category codes (-1 for missing) and refuses ``y``, so that an
+    alphabet passed positionally is not silently ignored. The
+    ``sklearn.utils.estimator_checks`` checks that fit on float data with a ``y``
+    therefore do not apply (listed in ``tests/test_estimator_checks.py``), nor does
+    ``check_estimators_unfitted`` (``predict`` needs a ``target``).
 
     Warns
     -----

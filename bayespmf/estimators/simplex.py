@@ -1,8 +1,10 @@
 r"""Estimators of the vertices of a Dirichlet simplex nest: VLAD, GDM and SPA.
 
-All three share one interface: ``fit(X)`` sets ``vertices_`` (K, D);
-``transform(X)`` gives the barycentric weights of the projection of each row onto the
-fitted simplex; ``score(X)`` is the negative mean squared reconstruction error.
+All three are scikit-learn transformers with one interface: ``fit(X)`` sets
+``vertices_`` (K, D); ``transform(X)`` gives the barycentric weights of the projection
+of each row onto the fitted simplex; ``score(X)`` is the negative mean squared
+reconstruction error. ``get_params``, ``set_params``, ``clone``, ``Pipeline`` and
+``GridSearchCV`` work as for any scikit-learn estimator.
 
 References
 ----------
@@ -19,6 +21,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from scipy import sparse
+from sklearn.base import BaseEstimator, TransformerMixin
 
 from bayespmf._validation import (
     DataValidationError,
@@ -59,40 +63,25 @@ def _check_kernel(kernel, owner: str) -> str:
     return check_choice(kernel, "kernel", KERNELS, owner=owner)
 
 
-def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray, int]:
-    """Validate data and the number of vertices for a simplex-nest estimator.
-
-    Parameters
-    ----------
-    X : array_like (n, D)
-    n_vertices : int
-    kernel : {"gaussian", "poisson", "multinomial"}
-    owner : str
-        Name of the caller, for messages.
-
-    Returns
-    -------
-    X : ndarray of float64 (n, D)
-        A new array (the input is never modified).
-    n_vertices : int
-
-    Raises
-    ------
-    DataValidationError
-        Not 2-D, empty, NaN/inf, ``K < 2``, ``K > D + 1`` (``K > D`` for the
-        multinomial kernel), fewer rows than vertices, negative counts (Poisson,
-        multinomial), non-integer counts or documents without words (multinomial).
-
-    Examples
-    --------
-    >>> X, K = check_nest_data([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]], 3, "gaussian", "VLAD")
-    >>> X.shape, K
-    ((3, 2), 3)
-    """
-    kernel = _check_kernel(kernel, owner)
+def _check_rows(X, owner: str) -> np.ndarray:
+    """``X`` as a new finite 2-D float64 array with at least one row and one column."""
+    if sparse.issparse(X):
+        raise DataValidationError(
+            f"'X' of {owner} is a sparse {type(X).__name__}; sparse input is not "
+            "supported (the estimators centre the data, which makes it dense). Pass "
+            "X.toarray()."
+        )
     try:
-        arr = np.array(X, dtype=np.float64, copy=True)
+        arr = np.asarray(X)
+        if np.iscomplexobj(arr):
+            raise DataValidationError(
+                f"'X' of {owner} is complex: Complex data not supported. Pass the real "
+                "part (X.real) or the modulus (np.abs(X))."
+            )
+        arr = np.array(arr, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as err:
+        if isinstance(err, DataValidationError):
+            raise
         raise DataValidationError(
             f"'X' of {owner} must be a 2-D numeric array (n_samples, n_features); "
             f"could not convert it: {err}"
@@ -100,40 +89,25 @@ def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray,
     if arr.ndim != 2:
         raise DataValidationError(
             f"'X' of {owner} must be a 2-D array (n_samples, n_features); got ndim="
-            f"{arr.ndim} and shape {arr.shape}. Reshape it, e.g. x.reshape(-1, 1) for "
-            "one feature."
+            f"{arr.ndim} and shape {arr.shape}. Reshape your data, e.g. "
+            "x.reshape(-1, 1) for one feature or x.reshape(1, -1) for one sample."
         )
-    n, D = arr.shape
-    if n == 0 or D == 0:
-        raise DataValidationError(f"'X' of {owner} is empty (shape {arr.shape}).")
+    for axis, what in enumerate(("sample", "feature")):
+        if arr.shape[axis] == 0:
+            raise DataValidationError(
+                f"'X' of {owner} is empty: found array with 0 {what}(s) (shape="
+                f"{arr.shape}) while a minimum of 1 is required."
+            )
     if not np.all(np.isfinite(arr)):
         raise DataValidationError(
             f"'X' of {owner} contains NaN or infinite values "
             f"({int(np.sum(~np.isfinite(arr)))} entries). Drop or impute them first."
         )
-    K = check_int(n_vertices, "n_vertices", owner=owner)
-    if K < 2:
-        raise DataValidationError(
-            f"The 'n_vertices' parameter of {owner} must be >= 2: a simplex needs at "
-            f"least two vertices. Got {K}."
-        )
-    max_k = D if kernel == "multinomial" else D + 1
-    if K > max_k:
-        why = (
-            "frequencies lie on the (D-1)-simplex, which holds at most D affinely "
-            "independent points"
-            if kernel == "multinomial"
-            else "K points span a (K-1)-simplex only in dimension D >= K - 1"
-        )
-        raise DataValidationError(
-            f"The 'n_vertices' parameter of {owner} must be <= {max_k} for D={D} "
-            f"features and kernel={kernel!r} ({why}). Got {K}. Lower 'n_vertices'."
-        )
-    if n < K:
-        raise DataValidationError(
-            f"'X' of {owner} has {n} rows but n_vertices={K}; at least one row per "
-            "vertex is needed. Pass more data or lower 'n_vertices'."
-        )
+    return arr
+
+
+def _check_counts(arr: np.ndarray, kernel: str, owner: str) -> None:
+    """Refuse values the kernel cannot have produced (negative or fractional counts)."""
     if kernel in ("poisson", "multinomial") and np.any(arr < 0):
         r, c = np.argwhere(arr < 0)[0]
         raise DataValidationError(
@@ -159,6 +133,65 @@ def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray,
                 f"{empty[:5].tolist()}); kernel='multinomial' needs at least one word "
                 "per document. Drop those rows first, e.g. X[X.sum(axis=1) > 0]."
             )
+
+
+def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray, int]:
+    """Validate data and the number of vertices for a simplex-nest estimator.
+
+    Parameters
+    ----------
+    X : array_like (n, D)
+    n_vertices : int
+    kernel : {"gaussian", "poisson", "multinomial"}
+    owner : str
+        Name of the caller, for messages.
+
+    Returns
+    -------
+    X : ndarray of float64 (n, D)
+        A new array (the input is never modified).
+    n_vertices : int
+
+    Raises
+    ------
+    DataValidationError
+        Complex, not 2-D, empty, NaN/inf, ``K < 2``, ``K > D + 1`` (``K > D`` for the
+        multinomial kernel), fewer rows than vertices, negative counts (Poisson,
+        multinomial), non-integer counts or documents without words (multinomial).
+
+    Examples
+    --------
+    >>> X, K = check_nest_data([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]], 3, "gaussian", "VLAD")
+    >>> X.shape, K
+    ((3, 2), 3)
+    """
+    kernel = _check_kernel(kernel, owner)
+    arr = _check_rows(X, owner)
+    n, D = arr.shape
+    K = check_int(n_vertices, "n_vertices", owner=owner)
+    if K < 2:
+        raise DataValidationError(
+            f"The 'n_vertices' parameter of {owner} must be >= 2: a simplex needs at "
+            f"least two vertices. Got {K}."
+        )
+    max_k = D if kernel == "multinomial" else D + 1
+    if K > max_k:
+        why = (
+            "frequencies lie on the (D-1)-simplex, which holds at most D affinely "
+            "independent points"
+            if kernel == "multinomial"
+            else "K points span a (K-1)-simplex only in dimension D >= K - 1"
+        )
+        raise DataValidationError(
+            f"The 'n_vertices' parameter of {owner} must be <= {max_k} for D={D} "
+            f"features and kernel={kernel!r} ({why}). Got {K}. Lower 'n_vertices'."
+        )
+    if n < K:
+        raise DataValidationError(
+            f"'X' of {owner} has {n} sample(s) but n_vertices={K}; at least one row per "
+            "vertex is needed. Pass more data or lower 'n_vertices'."
+        )
+    _check_counts(arr, kernel, owner)
     return arr, K
 
 
@@ -177,10 +210,15 @@ def _constrain(vertices: np.ndarray, kernel: str) -> np.ndarray:
     return vertices
 
 
-class _SimplexEstimator:
-    """Shared ``transform`` / ``score`` and parameter handling."""
+class _SimplexEstimator(TransformerMixin, BaseEstimator):
+    """Shared ``transform`` / ``score`` and the checks of data given after ``fit``.
 
-    _owner = "simplex estimator"
+    A scikit-learn transformer: the constructor only stores its arguments, ``fit``
+    validates them and sets the attributes that end in ``_``, and ``y`` is accepted
+    and ignored by ``fit``, ``fit_transform`` and ``score`` (the models are
+    unsupervised; accepting ``y`` lets them sit in a ``Pipeline`` before a supervised
+    step, which passes ``y`` to every step).
+    """
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "vertices_"):
@@ -190,14 +228,18 @@ class _SimplexEstimator:
             )
 
     def _check_X(self, X) -> np.ndarray:
+        """Rows of new data, validated against the fit, preprocessed like in ``fit``."""
         self._check_fitted()
-        arr, _ = check_nest_data(X, self.n_vertices, self.kernel, type(self).__name__)
-        if arr.shape[1] != self.vertices_.shape[1]:
+        owner = type(self).__name__
+        arr = _check_rows(X, owner)
+        if arr.shape[1] != self.n_features_in_:
             raise DataValidationError(
-                f"'X' has {arr.shape[1]} features but {type(self).__name__} was fitted "
-                f"on {self.vertices_.shape[1]}."
+                f"X has {arr.shape[1]} features, but {owner} is expecting "
+                f"{self.n_features_in_} features as input (it was fitted on "
+                f"{self.n_features_in_}). Pass data with the columns it was fitted on."
             )
-        return preprocess(arr, self.kernel)[0]
+        _check_counts(arr, self._kernel, owner)
+        return preprocess(arr, self._kernel)[0]
 
     def transform(self, X) -> np.ndarray:
         r"""Barycentric weights of the projection of each row onto the fitted simplex.
@@ -206,7 +248,7 @@ class _SimplexEstimator:
         ----------
         X : array_like (n, D)
             Same kind of data as in ``fit`` (counts for the multinomial kernel, which
-            are turned into frequencies).
+            are turned into frequencies); any number of rows.
 
         Returns
         -------
@@ -214,11 +256,18 @@ class _SimplexEstimator:
             :math:`\hat\theta_i = \arg\min_{\theta \in \Delta^{K-1}} \|y_i -
             \hat B^T\theta\|_2`; rows are non-negative and sum to one (see
             :func:`bayespmf.kernels.vlad.barycentric_weights`).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        DataValidationError
+            Malformed data, or another number of features than in ``fit``.
         """
         Y = self._check_X(X)
         return barycentric_weights(Y, self.vertices_)[0]
 
-    def score(self, X) -> float:
+    def score(self, X, y=None) -> float:
         r"""Negative mean squared reconstruction error (higher is better).
 
         :math:`-\frac1n\sum_i \|y_i - \hat B^T\hat\theta_i\|_2^2`.
@@ -226,15 +275,28 @@ class _SimplexEstimator:
         ``y_i`` is the row (the word frequencies for the multinomial kernel) and
         :math:`\hat\theta_i` its weights from :meth:`transform`: the squared distance
         of each point to the fitted simplex, the Frobenius criterion of the paper's
-        Sec. 5.3 (stock data) squared and averaged.
+        Sec. 5.3 (stock data) squared and averaged. It is the ``score`` that
+        ``GridSearchCV`` and ``cross_val_score`` use. Points inside the fitted simplex
+        count 0, so, like ``KMeans.score``, it measures how well held-out data are
+        covered, not how close the vertices are: it never penalizes a simplex that is
+        too large, and more vertices usually score higher. It suits rejecting too
+        few vertices or under-extended fits, not choosing among larger ones.
+
+        Parameters
+        ----------
+        X : array_like (n, D)
+            Same kind of data as in ``fit``.
+        y : None
+            Ignored (scikit-learn convention: the model is unsupervised).
+
+        Returns
+        -------
+        float
+            At most 0.
         """
         Y = self._check_X(X)
         theta = barycentric_weights(Y, self.vertices_)[0]
         return -float(np.mean(np.sum((Y - theta @ self.vertices_) ** 2, axis=1)))
-
-    def fit_transform(self, X) -> np.ndarray:
-        """``fit(X)`` then ``transform(X)``."""
-        return self.fit(X).transform(X)
 
 
 class VLAD(_SimplexEstimator):
@@ -363,6 +425,18 @@ class VLAD(_SimplexEstimator):
     is a compiled PyTensor graph; see :func:`bayespmf.kernels.vlad.top_subspace` for
     the timings behind that choice.
 
+    **scikit-learn conventions.** A transformer (``TransformerMixin``,
+    ``BaseEstimator``): ``__init__`` only stores its arguments, ``fit`` validates them,
+    ``fit``/``fit_transform``/``score`` take and ignore ``y``, and ``transform`` or
+    ``score`` before ``fit`` raise ``NotFittedError``. It passes
+    ``sklearn.utils.estimator_checks`` (``tests/test_estimator_checks.py``) except:
+    ``check_dtype_object``, because non-numeric entries raise
+    ``DataValidationError`` (a ValueError, the package's error for malformed data),
+    not the TypeError of ``np.asarray``;
+    and ``check_transformer_n_iter``, because ``max_iter`` caps the Lloyd iterations
+    of each k-means restart and :func:`bayespmf.kernels.kmeans.kmeans` reports no
+    iteration count, so there is no ``n_iter_``.
+
     Examples
     --------
     >>> from bayespmf.datasets._simulate import make_simplex_nest
@@ -397,11 +471,33 @@ class VLAD(_SimplexEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None) -> VLAD:
-        """Estimate the vertices (and alpha) from data ``X`` (n, D); ``y`` is ignored."""
+        """Estimate the vertices (and alpha) from data ``X``.
+
+        Parameters
+        ----------
+        X : array_like (n, D)
+            Real vectors (``kernel="gaussian"``) or counts (``"poisson"``,
+            ``"multinomial"``); dense (a sparse matrix is refused: pass
+            ``X.toarray()``).
+        y : None
+            Ignored: the model is unsupervised. Accepted so that the estimator fits in
+            a ``Pipeline`` (which passes ``y`` to every step) and in
+            ``GridSearchCV``.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        DataValidationError
+            Malformed data, ``n_vertices`` or another parameter (see
+            :func:`check_nest_data`).
+        """
         owner = "VLAD"
         t0 = time.perf_counter()
-        self.kernel = _check_kernel(self.kernel, owner)
-        arr, K = check_nest_data(X, self.n_vertices, self.kernel, owner)
+        kernel = _check_kernel(self.kernel, owner)
+        arr, K = check_nest_data(X, self.n_vertices, kernel, owner)
         n_init = check_int(self.n_init, "n_init", owner=owner, low=1)
         max_iter = check_int(self.max_iter, "max_iter", owner=owner, low=1)
         if self.whiten not in ("corrected", "data"):
@@ -419,17 +515,17 @@ class VLAD(_SimplexEstimator):
         if self.alpha is not None:
             alpha = check_float(self.alpha, "alpha", owner=owner, low=0.0, low_open=True)
         rng = check_random_state(self.random_state)
-        Y, lengths = preprocess(arr, self.kernel)
+        Y, lengths = preprocess(arr, kernel)
         n, D = Y.shape
         sub = top_subspace(Y, K - 1, random_state=rng)
-        sigma2 = noise_variance(sub, n, D) if self.kernel == "gaussian" else None
+        sigma2 = noise_variance(sub, n, D) if kernel == "gaussian" else None
         ctx = {"sigma2": sigma2}
         if lengths is not None:
             ctx["inv_length"] = float(np.mean(1.0 / lengths))
             ctx["lengths"] = lengths
         metric = None
         if self.whiten == "corrected":
-            metric = corrected_metric(sub, self.kernel, ctx)
+            metric = corrected_metric(sub, kernel, ctx)
         centroids, g, labels = vlad_centroids(
             sub, K, metric=metric, n_init=n_init, max_iter=max_iter, random_state=rng
         )
@@ -449,7 +545,7 @@ class VLAD(_SimplexEstimator):
             cal = calibrate_alpha(
                 sub,
                 (centroids - sub.center) @ sub.components,
-                self.kernel,
+                kernel,
                 ctx,
                 gamma_fn,
                 alpha_range,
@@ -465,16 +561,15 @@ class VLAD(_SimplexEstimator):
         elif alpha is None:
             gamma_fn, alpha_range = extension_gamma_fn(K, random_state=rng)
             if self.noise_bias == "simex":
-                target = simex_phi_star(sub, g, metric, self.kernel, ctx, random_state=rng)
+                target = simex_phi_star(sub, g, metric, kernel, ctx, random_state=rng)
             else:
-                target = phi_star(sub, g, self.kernel, ctx)
+                target = phi_star(sub, g, kernel, ctx)
             alpha, objective = estimate_alpha(target, K, gamma_fn, alpha_range)
             gamma = float(gamma_fn(alpha))
         else:
             gamma = float(extension_parameter(alpha, K, random_state=rng))
-        self.vertices_ = _constrain(
-            extend_centroids(sub.center, centroids, gamma), self.kernel
-        )
+        self.vertices_ = _constrain(extend_centroids(sub.center, centroids, gamma), kernel)
+        self._kernel = kernel
         self.alpha_, self.gamma_ = float(alpha), gamma
         self.inflation_, self.alpha_interval_ = float(rho), interval
         self.alpha_objective_ = objective
@@ -537,6 +632,18 @@ class GDM(_SimplexEstimator):
     restarts gain only the cores that are free; scikit-learn's own OpenMP threads were
     slower there (23.9 s against 13.8 s on one thread for the multinomial data).
 
+    **scikit-learn conventions.** A transformer (``TransformerMixin``,
+    ``BaseEstimator``): ``__init__`` only stores its arguments, ``fit`` validates them,
+    ``fit``/``fit_transform``/``score`` take and ignore ``y``, and ``transform`` or
+    ``score`` before ``fit`` raise ``NotFittedError``. It passes
+    ``sklearn.utils.estimator_checks`` (``tests/test_estimator_checks.py``) except:
+    ``check_dtype_object``, because non-numeric entries raise
+    ``DataValidationError`` (a ValueError, the package's error for malformed data),
+    not the TypeError of ``np.asarray``;
+    and ``check_transformer_n_iter``, because ``max_iter`` caps the Lloyd iterations
+    of each k-means restart and :func:`bayespmf.kernels.kmeans.kmeans` reports no
+    iteration count, so there is no ``n_iter_``.
+
     Examples
     --------
     >>> from bayespmf.datasets._simulate import make_simplex_nest
@@ -563,15 +670,37 @@ class GDM(_SimplexEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None) -> GDM:
-        """Estimate the vertices from data ``X`` (n, D); ``y`` is ignored."""
+        """Estimate the vertices from data ``X``.
+
+        Parameters
+        ----------
+        X : array_like (n, D)
+            Real vectors (``kernel="gaussian"``) or counts (``"poisson"``,
+            ``"multinomial"``); dense (a sparse matrix is refused: pass
+            ``X.toarray()``).
+        y : None
+            Ignored: the model is unsupervised. Accepted so that the estimator fits in
+            a ``Pipeline`` (which passes ``y`` to every step) and in
+            ``GridSearchCV``.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        DataValidationError
+            Malformed data, ``n_vertices`` or another parameter (see
+            :func:`check_nest_data`).
+        """
         owner = "GDM"
         t0 = time.perf_counter()
-        self.kernel = _check_kernel(self.kernel, owner)
-        arr, K = check_nest_data(X, self.n_vertices, self.kernel, owner)
+        kernel = _check_kernel(self.kernel, owner)
+        arr, K = check_nest_data(X, self.n_vertices, kernel, owner)
         n_init = check_int(self.n_init, "n_init", owner=owner, low=1)
         max_iter = check_int(self.max_iter, "max_iter", owner=owner, low=1)
         rng = check_random_state(self.random_state)
-        Y, _ = preprocess(arr, self.kernel)
+        Y, _ = preprocess(arr, kernel)
         center = Y.mean(axis=0)
         centroids, labels, _ = kmeans(
             Y, K, n_init=n_init, max_iter=max_iter, random_state=rng
@@ -585,7 +714,8 @@ class GDM(_SimplexEstimator):
             np.maximum.at(far, labels, dist)
             norm_c = np.linalg.norm(centroids - center, axis=1)
             ext = far / np.where(norm_c > 0, norm_c, 1.0)
-        self.vertices_ = _constrain(extend_centroids(center, centroids, ext), self.kernel)
+        self.vertices_ = _constrain(extend_centroids(center, centroids, ext), kernel)
+        self._kernel = kernel
         self.centroids_, self.center_, self.extension_ = centroids, center, ext
         self.labels_ = labels
         self.n_features_in_ = Y.shape[1]
@@ -627,6 +757,15 @@ class SimplexSPA(_SimplexEstimator):
     :math:`\alpha` the picked points lie inside the true simplex and, with noise, the
     picks are the noisiest points (the paper's Sec. 5 "SPA" baseline).
 
+    **scikit-learn conventions.** A transformer (``TransformerMixin``,
+    ``BaseEstimator``): ``__init__`` only stores its arguments, ``fit`` validates them,
+    ``fit``/``fit_transform``/``score`` take and ignore ``y``, and ``transform`` or
+    ``score`` before ``fit`` raise ``NotFittedError``. It passes
+    ``sklearn.utils.estimator_checks`` (``tests/test_estimator_checks.py``) except:
+    ``check_dtype_object``, because non-numeric entries raise
+    ``DataValidationError`` (a ValueError, the package's error for malformed data),
+    not the TypeError of ``np.asarray``.
+
     Examples
     --------
     >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.2, 0.3]])
@@ -639,16 +778,39 @@ class SimplexSPA(_SimplexEstimator):
         self.kernel = kernel
 
     def fit(self, X, y=None) -> SimplexSPA:
-        """Pick ``K`` rows of ``X`` (n, D) as vertices; ``y`` is ignored."""
+        """Pick ``K`` rows of ``X`` as vertices.
+
+        Parameters
+        ----------
+        X : array_like (n, D)
+            Real vectors (``kernel="gaussian"``) or counts (``"poisson"``,
+            ``"multinomial"``); dense (a sparse matrix is refused: pass
+            ``X.toarray()``).
+        y : None
+            Ignored: the model is unsupervised. Accepted so that the estimator fits in
+            a ``Pipeline`` (which passes ``y`` to every step) and in
+            ``GridSearchCV``.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        DataValidationError
+            Malformed data, ``n_vertices`` or another parameter (see
+            :func:`check_nest_data`).
+        """
         owner = "SimplexSPA"
         t0 = time.perf_counter()
-        self.kernel = _check_kernel(self.kernel, owner)
-        arr, K = check_nest_data(X, self.n_vertices, self.kernel, owner)
-        Y, _ = preprocess(arr, self.kernel)
+        kernel = _check_kernel(self.kernel, owner)
+        arr, K = check_nest_data(X, self.n_vertices, kernel, owner)
+        Y, _ = preprocess(arr, kernel)
         Yc = Y - Y.mean(axis=0)
         t = float(np.sqrt(np.max(np.einsum("ij,ij->i", Yc, Yc)))) or 1.0
         aug = np.vstack([Yc.T, np.full((1, Y.shape[0]), t)])
         idx = spa(aug, K, normalize=False)
+        self._kernel = kernel
         self.indices_ = idx
         self.vertices_ = Y[idx].copy()
         self.n_features_in_ = Y.shape[1]

@@ -8,14 +8,26 @@ missing; UCI Car (rank 4 by default: at rank 5 the chains settle in different mo
 Votes (rank 3). Usage::
 
     python benchmarks/bayes_latent_class.py --draws 1000 --tune 1000 --chains 4
+
+``--compare`` prints instead, on one data set, one line per NUTS backend (and per
+setting given with ``--target-accept``), every line in the same run and started at the
+same point estimate: wall seconds (compilation included, the point estimate not), the
+smallest bulk ESS over all parameters after label alignment, ESS per second, the worst
+aligned r-hat, divergences and how many distinct rows the data have (a likelihood over
+weighted distinct patterns would only pay if there are far fewer than rows)::
+
+    python benchmarks/bayes_latent_class.py --compare --sets car --draws 500 --tune 500 \
+        --chains 2 --samplers pymc nutpie numpyro
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import time
 
 import arviz as az
+import numpy as np
 
 from bayespmf.datasets import load_car, load_votes, make_latent_class
 from bayespmf.estimators import LatentClassPMF
@@ -78,6 +90,49 @@ def run(name, data, rank, args):
     )
 
 
+def compare(name, data, rank, args):
+    n_patterns = len(np.unique(np.asarray(data.codes), axis=0))
+    print(f"\n### {name}: {data!r}, rank {rank}; {n_patterns} distinct rows")
+    t0 = time.perf_counter()
+    point = LatentClassPMF(rank, random_state=args.seed).fit(data)
+    print(f"point estimate (sample's init='auto'): {time.perf_counter() - t0:.1f} s")
+    print(
+        f"{args.chains} chains x ({args.tune} tune + {args.draws} draws), seed {args.seed}"
+    )
+    print(
+        "| backend | target_accept | wall s | min bulk ESS | ESS/s | max aligned r-hat "
+        "| divergences |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    model = latent_class_model(data, rank)
+    for backend in args.samplers:
+        if backend != "pymc" and importlib.util.find_spec(backend) is None:
+            print(f"| {backend} | - | not installed | | | | |")
+            continue
+        for ta in args.target_accept:
+            t0 = time.perf_counter()
+            idata = sample(
+                model,
+                init=point,
+                nuts_sampler=backend,
+                draws=args.draws,
+                tune=args.tune,
+                chains=args.chains,
+                random_seed=args.seed,
+                progressbar=False,
+                log_likelihood=False,
+                target_accept=ta,
+            )
+            wall = time.perf_counter() - t0
+            summ = convergence_summary(idata)
+            ess = summ["table"]["ess_bulk_min"].min()
+            print(
+                f"| {backend} | {ta} | {wall:.1f} | {ess:.0f} | {ess / wall:.2f} "
+                f"| {summ['table']['r_hat_max'].max():.4f} | {summ['divergences']} |",
+                flush=True,
+            )
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--draws", type=int, default=1000)
@@ -88,7 +143,23 @@ def main():
     ap.add_argument("--sets", nargs="+", default=["simulated", "car", "votes"])
     ap.add_argument("--car-rank", type=int, default=4)
     ap.add_argument("--votes-rank", type=int, default=3)
+    ap.add_argument("--compare", action="store_true", help="backends side by side")
+    ap.add_argument(
+        "--samplers", nargs="+", default=["pymc", "nutpie", "numpyro", "blackjax"]
+    )
+    ap.add_argument("--target-accept", nargs="+", type=float, default=[0.8])
+    ap.add_argument("--sim-variables", type=int, default=5)
     args = ap.parse_args()
+    if args.compare:
+        if "simulated" in args.sets:
+            n = args.sim_variables
+            data, _ = make_latent_class(
+                2000, 10, 5, 0.5, n_variables=n, drop_empty_rows=True, random_state=0
+            )
+            compare(f"simulated S=2000, N={n}, I=10, F=5, p=0.5", data, 5, args)
+        if "car" in args.sets:
+            compare("UCI Car", load_car().data, args.car_rank, args)
+        return
     if "simulated" in args.sets:
         data, _ = make_latent_class(
             2000, 10, 5, 0.5, n_variables=5, drop_empty_rows=True, random_state=args.seed

@@ -1,18 +1,57 @@
-"""The sampler checks and call shared by the latent-class and simplex-nest models."""
+"""The sampler checks and call shared by the latent-class and simplex-nest models.
+
+Every NUTS implementation PyMC offers (``nuts_sampler="pymc"``, ``"nutpie"``,
+``"numpyro"``, ``"blackjax"``) is driven so that chain ``c`` starts exactly at
+``initvals[c]``:
+
+* ``"pymc"``: ``pm.sample(initvals=..., init="adapt_diag")`` (no jitter on top).
+* ``"nutpie"``: ``pm.sample(nuts_sampler="nutpie")`` drops ``initvals`` (it warns),
+  and ``nutpie.sample``'s ``init_mean`` is ignored for PyMC models (nutpie 0.16 asks
+  the compiled model's ``initial_point_func`` instead, once per chain, with a seed
+  that does not say which chain it is). So the model is compiled once and each chain
+  runs as its own one-chain ``nutpie.sample`` whose initial-point function returns
+  that chain's start; the chains run side by side (``blocking=False``), ``cores`` at a
+  time, and are joined along ``chain``.
+* ``"numpyro"``, ``"blackjax"``: ``pm.sample(nuts_sampler=..., initvals=...)`` with
+  ``jitter=False`` (PyMC's JAX driver would otherwise add a U(-1, 1) jitter on the
+  unconstrained scale to every start). PyMC's JAX driver replaces every ``pm.Data``
+  by a constant of the compiled graph (``pymc.sampling.jax.get_jaxified_graph``): the
+  rows are baked into the XLA program, whatever the model does with them.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import time
+import warnings
 
+import numpy as np
 import pymc as pm
+import xarray as xr
 
 from bayespmf._runtime import n_cpus
 from bayespmf._validation import DataValidationError, check_int
 
-__all__ = ["check_sampler_args", "run_sampler"]
+__all__ = ["NUTS_SAMPLERS", "check_nuts_sampler", "check_sampler_args", "run_sampler"]
 
 #: The samplers :func:`run_sampler` runs.
 SAMPLING_METHODS = ("nuts", "advi")
+
+#: The NUTS implementations :func:`run_sampler` drives (``nuts_sampler=``), each with
+#: the package that provides it.
+NUTS_SAMPLERS = {
+    "pymc": "pymc",
+    "nutpie": "nutpie",
+    "numpyro": "numpyro",
+    "blackjax": "blackjax",
+}
+
+#: Keyword arguments of ``pm.sample`` that the external samplers take as well; any
+#: other one is PyMC-only and refused for them rather than silently dropped.
+_EXTERNAL_KWARGS = ("target_accept", "nuts_sampler_kwargs", "cores", "var_names")
+
+#: nutpie's own default ``target_accept`` (the same as PyMC's NUTS).
+_DEFAULT_TARGET_ACCEPT = 0.8
 
 
 def check_sampler_args(method, draws, tune, chains, owner: str) -> tuple[int, int, int]:
@@ -24,6 +63,32 @@ def check_sampler_args(method, draws, tune, chains, owner: str) -> tuple[int, in
         check_int(tune, "tune", owner=owner, low=0),
         check_int(chains, "chains", owner=owner, low=1),
     )
+
+
+def check_nuts_sampler(nuts_sampler: str, tune: int) -> str:
+    """Check ``nuts_sampler`` names a supported, installed NUTS implementation."""
+    if nuts_sampler not in NUTS_SAMPLERS:
+        raise ValueError(
+            f"The 'nuts_sampler' parameter must be one of {list(NUTS_SAMPLERS)}; got "
+            f"{nuts_sampler!r}."
+        )
+    if nuts_sampler != "pymc":
+        import importlib.util
+
+        if importlib.util.find_spec(NUTS_SAMPLERS[nuts_sampler]) is None:
+            raise ValueError(
+                f"nuts_sampler={nuts_sampler!r} needs the package "
+                f"'{NUTS_SAMPLERS[nuts_sampler]}', which is not installed. Install the "
+                "optional samplers with `pip install 'bayespmf[samplers]'`, or use "
+                "nuts_sampler='pymc'."
+            )
+    if nuts_sampler == "nutpie" and tune < 1:
+        # nuts-rs 0.17 aborts the process-wide sampler on tune=0 (a Rust panic)
+        raise ValueError(
+            f"nuts_sampler='nutpie' needs 'tune' >= 1 (its adaptation windows); got "
+            f"tune={tune}. Pass tune >= 1 or use nuts_sampler='pymc'."
+        )
+    return nuts_sampler
 
 
 def run_sampler(
@@ -39,37 +104,65 @@ def run_sampler(
     advi_iterations: int,
     **sample_kwargs,
 ):
-    """Run NUTS (``pm.sample``) or ADVI (``pm.fit`` then draws), timed.
+    """Run NUTS (``pm.sample`` or an external NUTS) or ADVI (``pm.fit``), timed.
 
     ``initvals`` is ``None`` or one dict of constrained values per chain (ADVI starts
-    from the first). When starts are given, PyMC's default ``"jitter+adapt_diag"``
-    would add its own U(-1, 1) jitter on the unconstrained scale on top of them (enough
-    to reorder classes or move vertices by a data unit), so ``init`` defaults to
-    ``"adapt_diag"``: the callers jitter each chain's start themselves. ``cores``
-    defaults to the CPUs this process may use (PyMC assumes half of them are
-    hyper-threads, which leaves one core on a 2-core machine).
+    from the first); every NUTS backend starts chain ``c`` exactly at ``initvals[c]``
+    (see the module docstring for how). When starts are given, PyMC's default
+    ``"jitter+adapt_diag"`` would add its own U(-1, 1) jitter on the unconstrained
+    scale on top of them (enough to reorder classes or move vertices by a data unit),
+    so ``init`` defaults to ``"adapt_diag"``: the callers jitter each chain's start
+    themselves. ``cores`` defaults to the CPUs this process may use (PyMC assumes half
+    of them are hyper-threads, which leaves one core on a 2-core machine).
+
+    ``sample_kwargs`` may hold ``nuts_sampler`` (default ``"pymc"``); the external
+    samplers take ``target_accept``, ``cores``, ``var_names`` and
+    ``nuts_sampler_kwargs`` (for nutpie, ``backend``/``gradient_backend`` there go to
+    ``nutpie.compile_pymc_model`` and the rest to ``nutpie.sample``).
 
     Returns
     -------
     arviz.InferenceData
-        ``posterior.attrs`` record ``sampling_method`` and ``sampling_time`` (seconds).
+        ``posterior.attrs`` record ``sampling_method``, ``nuts_sampler`` and
+        ``sampling_time`` (seconds, compilation included).
+
+    Raises
+    ------
+    ValueError
+        An unknown or uninstalled ``nuts_sampler``, ``tune=0`` with nutpie, or a
+        PyMC-only keyword with an external sampler.
     """
+    nuts_sampler = sample_kwargs.pop("nuts_sampler", "pymc")
     t0 = time.perf_counter()
     with model:
         if method == "nuts":
-            if initvals is not None:
-                sample_kwargs.setdefault("init", "adapt_diag")
+            check_nuts_sampler(nuts_sampler, tune)
             sample_kwargs.setdefault("cores", max(1, min(chains, n_cpus())))
-            idata = pm.sample(
+            common = dict(
                 draws=draws,
                 tune=tune,
                 chains=chains,
                 initvals=initvals,
                 random_seed=random_seed,
                 progressbar=progressbar,
-                compute_convergence_checks=False,
-                **sample_kwargs,
             )
+            if nuts_sampler == "pymc":
+                if initvals is not None:
+                    sample_kwargs.setdefault("init", "adapt_diag")
+                idata = pm.sample(
+                    **common, compute_convergence_checks=False, **sample_kwargs
+                )
+            else:
+                bad = sorted(set(sample_kwargs) - set(_EXTERNAL_KWARGS))
+                if bad:
+                    raise ValueError(
+                        f"nuts_sampler={nuts_sampler!r} does not take {bad}; it takes "
+                        f"{list(_EXTERNAL_KWARGS)}. Drop them or use nuts_sampler='pymc'."
+                    )
+                if nuts_sampler == "nutpie":
+                    idata = _sample_nutpie(model, **common, **sample_kwargs)
+                else:
+                    idata = _sample_jax(model, nuts_sampler, **common, **sample_kwargs)
         else:
             approx = pm.fit(
                 n=advi_iterations,
@@ -80,5 +173,141 @@ def run_sampler(
             )
             idata = approx.sample(draws, random_seed=random_seed)
     idata.posterior.attrs["sampling_method"] = method
+    if method == "nuts":
+        idata.posterior.attrs["nuts_sampler"] = nuts_sampler
     idata.posterior.attrs["sampling_time"] = time.perf_counter() - t0
     return idata
+
+
+def _chain_seeds(random_seed, chains: int) -> list[int]:
+    """One seed per chain from ``random_seed`` (an int, a Generator or None)."""
+    rng = np.random.default_rng(random_seed)
+    return [int(s) for s in rng.integers(2**31 - 1, size=chains)]
+
+
+def _flat_starts(model, initvals, seeds) -> list[np.ndarray]:
+    """Each chain's start on the unconstrained scale, flat, in ``model.free_RVs`` order.
+
+    Without ``initvals`` the start is PyMC's default (the support point, jittered by
+    U(-1, 1) on the unconstrained scale, as ``pm.sample`` does).
+    """
+    from pymc.initial_point import make_initial_point_fn
+
+    names = [model.rvs_to_values[v].name for v in model.free_RVs]
+    out = []
+    for c, seed in enumerate(seeds):
+        fn = make_initial_point_fn(
+            model=model,
+            overrides=None if initvals is None else initvals[c],
+            jitter_rvs=set(model.free_RVs) if initvals is None else set(),
+            return_transformed=True,
+        )
+        point = fn(seed)
+        out.append(np.concatenate([np.ravel(point[n]) for n in names]).astype(float))
+    return out
+
+
+def _sample_nutpie(
+    model,
+    *,
+    draws,
+    tune,
+    chains,
+    initvals,
+    random_seed,
+    progressbar,
+    cores,
+    target_accept=_DEFAULT_TARGET_ACCEPT,
+    var_names=None,
+    nuts_sampler_kwargs=None,
+):
+    """Run nutpie, one single-chain run per start, ``cores`` runs at a time."""
+    import nutpie
+
+    kwargs = {"save_warmup": False} | dict(nuts_sampler_kwargs or {})
+    compile_kwargs = {
+        k: kwargs.pop(k) for k in ("backend", "gradient_backend") if k in kwargs
+    }
+    if var_names is None:  # the constrained variables only, as pm.sample stores them
+        var_names = [v.name for v in model.free_RVs + model.deterministics]
+    compiled = nutpie.compile_pymc_model(model, **compile_kwargs)
+    seeds = _chain_seeds(random_seed, chains)
+    starts = _flat_starts(model, initvals, seeds)
+    runs = []
+    for first in range(0, chains, cores):
+        batch = [
+            nutpie.sample(
+                # the start of this chain, whatever seed nutpie asks it for
+                dataclasses.replace(compiled, initial_point_func=lambda _, x=x: x.copy()),
+                draws=draws,
+                tune=tune,
+                chains=1,
+                cores=1,
+                seed=seeds[c],
+                target_accept=target_accept,
+                progress_bar=progressbar,
+                blocking=False,
+                **kwargs,
+            )
+            for c, x in enumerate(starts[first : first + cores], start=first)
+        ]
+        runs.extend(run.wait() for run in batch)
+    groups = {}
+    for group in runs[0].groups():
+        joined = xr.concat([run[group] for run in runs], dim="chain")
+        groups[group] = joined.assign_coords(chain=np.arange(chains))
+    for group in ("posterior", "warmup_posterior"):
+        if group in groups:  # nutpie stores the unconstrained values too
+            groups[group] = groups[group][list(var_names)]
+    posterior = groups["posterior"]
+    # nutpie writes category labels as strings: use the model's coordinates
+    coords = {d: (d, list(model.coords[d])) for d in posterior.dims if d in model.coords}
+    groups["posterior"] = posterior.assign_coords(coords)
+    import arviz as az
+
+    return az.InferenceData(**groups)
+
+
+def _sample_jax(
+    model,
+    nuts_sampler,
+    *,
+    draws,
+    tune,
+    chains,
+    initvals,
+    random_seed,
+    progressbar,
+    cores,
+    target_accept=_DEFAULT_TARGET_ACCEPT,
+    var_names=None,
+    nuts_sampler_kwargs=None,
+):
+    """Run numpyro or blackjax through PyMC's JAX driver, starts not jittered."""
+    import jax
+
+    kwargs = dict(nuts_sampler_kwargs or {})
+    kwargs.setdefault("jitter", initvals is None)
+    # pmap needs a device per chain; with fewer (one CPU device by default) run the
+    # chains vectorized rather than one after the other
+    kwargs.setdefault(
+        "chain_method", "parallel" if jax.local_device_count() >= chains else "vectorized"
+    )
+    del cores  # JAX spreads each operation over the CPUs itself
+    with warnings.catch_warnings():
+        # JAX on CPU cannot reuse the draws' buffers for PyMC's post-processing; it
+        # says so for every run, and nothing can be done about it
+        warnings.filterwarnings("ignore", "Some donated buffers", UserWarning)
+        return pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            initvals=initvals,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            nuts_sampler=nuts_sampler,
+            target_accept=target_accept,
+            var_names=var_names,
+            nuts_sampler_kwargs=kwargs,
+            compute_convergence_checks=False,
+        )

@@ -19,7 +19,7 @@ from bayespmf._validation import (
 from bayespmf.data import CategoricalData
 from bayespmf.models import latent_class
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
-from bayespmf.models._sampling import check_sampler_args, run_sampler
+from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
 from bayespmf.models.latent_class import (
     DATA_NAME,
     OBSERVED_NAME,
@@ -260,6 +260,7 @@ def sample(
     rank: int | None = None,
     init="auto",
     method: str = "nuts",
+    nuts_sampler: str = "pymc",
     draws: int = 1000,
     tune: int = 1000,
     chains: int = 4,
@@ -295,6 +296,15 @@ def sample(
         chain started at a CNMF-SPA-EM estimate agreed (r-hat 1.007, bulk ESS 2527;
         ``benchmarks/bayes_latent_class.py``).
     method : {"nuts", "advi"}
+    nuts_sampler : {"pymc", "nutpie", "numpyro", "blackjax"}, default "pymc"
+        The NUTS implementation (the last three need ``pip install
+        'bayespmf[samplers]'``). Every one starts chain ``c`` exactly at its start
+        (nutpie: one single-chain run per start, run side by side; numpyro/blackjax:
+        PyMC's jitter switched off); the draws are aligned the same way. numpyro and
+        blackjax run through PyMC's JAX driver, which replaces the ``rows`` data by a
+        constant of the compiled XLA program (``pymc.sampling.jax``), so the data are
+        baked into the program there; nutpie and PyMC compile the frozen model, where
+        PyTensor folds the rows' one-hot design likewise.
     draws, tune, chains : int
         For NUTS; for ADVI ``draws`` samples are taken from the fitted approximation
         (one chain) after ``advi_iterations`` optimization steps.
@@ -326,6 +336,9 @@ def sample(
     from bayespmf.estimators import LatentClassPMF
 
     draws, tune, chains = check_sampler_args(method, draws, tune, chains, "sample")
+    if method == "nuts":  # before the point estimate, which takes a while
+        check_nuts_sampler(nuts_sampler, tune)
+        sample_kwargs["nuts_sampler"] = nuts_sampler
     if isinstance(model_or_data, pm.Model):
         model = model_or_data
     else:
@@ -400,7 +413,8 @@ def _add_data_groups(idata, model) -> None:
     ``constant_data``; ADVI's draws carry neither.)
     """
     codes = model[DATA_NAME].get_value()
-    coords = {"row": model.coords["row"], "variable": model.coords["variable"]}
+    # model coordinates are tuples, which xarray would read as (dims, data)
+    coords = {d: list(model.coords[d]) for d in ("row", "variable")}
     for group, var in (("observed_data", OBSERVED_NAME), ("constant_data", DATA_NAME)):
         if group not in idata.groups():
             ds = xr.Dataset({var: (("row", "variable"), codes)}, coords=coords)

@@ -1,0 +1,130 @@
+"""Every NUTS backend starts each chain where it is told to, and its draws are aligned."""
+
+import numpy as np
+import pytest
+from pymc.model.transform.optimization import freeze_dims_and_data
+
+from bayespmf.datasets import make_latent_class
+from bayespmf.models import initvals_from_params, latent_class_model, sample
+from bayespmf.models._sampling import run_sampler
+from bayespmf.models.latent_class import factor_var_name
+
+BACKENDS = ["pymc", "nutpie", "numpyro", "blackjax"]
+
+
+@pytest.fixture(scope="module")
+def small():
+    # enough rows that the posterior is narrow next to the gap between the two labelings
+    data, truth = make_latent_class(
+        600, [3, 2, 4, 4], rank=2, observed_prob=0.9, drop_empty_rows=True, random_state=4
+    )
+    return data, truth
+
+
+def stacked(point, names):
+    return np.concatenate([np.ravel(point[n]) for n in names])
+
+
+def need(backend):
+    if backend != "pymc":
+        pytest.importorskip(backend)
+
+
+def permuted(truth):
+    perm = np.array([1, 0])
+    return truth.weights[perm], [a[:, perm] for a in truth.factors]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_chain_starts_at_its_own_start(small, backend):
+    need(backend)
+    data, truth = small
+    model = latent_class_model(data, rank=2)
+    # chain 0 at the truth with its classes swapped, chain 1 at the truth
+    starts = [
+        initvals_from_params(model, p, jitter=0.0)[0]
+        for p in (permuted(truth), (truth.weights, truth.factors))
+    ]
+    idata = run_sampler(
+        freeze_dims_and_data(model),
+        method="nuts",
+        initvals=starts,
+        draws=3,
+        tune=1,  # the least every backend takes (nutpie refuses 0)
+        chains=2,
+        random_seed=0,
+        progressbar=False,
+        advi_iterations=0,
+        nuts_sampler=backend,
+    )
+    assert idata.posterior.attrs["nuts_sampler"] == backend
+    names = ["weights", *(factor_var_name(n) for n in data.names)]
+    for c in range(2):
+        first = stacked({n: idata.posterior[n].values[c, 0] for n in names}, names)
+        own = np.abs(first - stacked(starts[c], names)).max()
+        other = np.abs(first - stacked(starts[1 - c], names)).max()
+        assert own < other, (backend, c, own, other)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sample_with_backend_is_aligned_and_reproducible(small, backend):
+    need(backend)
+    data, truth = small
+    model = latent_class_model(data, rank=2)
+    start = permuted(truth)
+    kw = dict(
+        init=start,
+        nuts_sampler=backend,
+        draws=40,
+        tune=40,
+        chains=2,
+        random_seed=3,
+        progressbar=False,
+        log_likelihood=False,
+    )
+    idata = sample(model, **kw)
+    assert idata.posterior["weights"].shape == (2, 40, 2)
+    assert {"unaligned_posterior", "observed_data"} <= set(idata.groups())
+    perms = idata.sample_stats["class_permutation"].values
+    assert perms.shape == (2, 40, 2)
+    # aligned to the start: the class order of the start, whatever the chains did
+    mean_w = idata.posterior["weights"].mean(("chain", "draw")).values
+    assert np.argmax(mean_w) == np.argmax(start[0])
+    again = sample(model, **kw)
+    np.testing.assert_array_equal(
+        again.posterior["weights"].values, idata.posterior["weights"].values
+    )
+
+
+def test_unknown_backend_is_refused(small):
+    data, truth = small
+    model = latent_class_model(data, rank=2)
+    with pytest.raises(ValueError, match="'nuts_sampler' parameter must be one of"):
+        sample(model, init=(truth.weights, truth.factors), nuts_sampler="stan")
+
+
+def test_nutpie_needs_tuning(small):
+    pytest.importorskip("nutpie")
+    data, truth = small
+    model = latent_class_model(data, rank=2)
+    with pytest.raises(ValueError, match="needs 'tune' >= 1"):
+        sample(model, init=(truth.weights, truth.factors), nuts_sampler="nutpie", tune=0)
+
+
+def test_external_backend_refuses_pymc_only_arguments(small):
+    pytest.importorskip("numpyro")
+    data, truth = small
+    model = latent_class_model(data, rank=2)
+    with pytest.raises(ValueError, match=r"does not take \['discard_tuned_samples'\]"):
+        sample(
+            model,
+            init=(truth.weights, truth.factors),
+            nuts_sampler="numpyro",
+            draws=5,
+            tune=5,
+            chains=1,
+            progressbar=False,
+            discard_tuned_samples=False,
+        )

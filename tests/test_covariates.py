@@ -7,6 +7,8 @@ log-likelihood itself, duplicated rows for weights, and the covariate-free MLE.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -332,3 +334,19 @@ def test_predictions_take_one_row_and_constant_covariates():
     np.testing.assert_allclose(one[0], np.exp(lj) / np.exp(lj).sum(), rtol=1e-12)
     same = predict_class_proba([[0], [1]], [[2.0], [2.0]], params)  # constant column
     np.testing.assert_allclose(same[0], one[0], rtol=1e-12)
+
+
+def test_separation_is_reported_and_a_ridge_keeps_beta_finite():
+    from bayespmf.fit.covariates import SEPARATION_LOGIT
+
+    rng = np.random.default_rng(3)
+    z = (rng.random(400) < 0.5).astype(float)[:, None]
+    h = z[:, 0].astype(int)  # the covariate decides the class: complete separation
+    a = np.array([[0.9, 0.1], [0.1, 0.9]])  # Pr(x = 1 | h) in column h
+    x = (rng.random((400, 6)) < a[1, h][:, None]).astype(int)
+    with pytest.warns(UserWarning, match="separate class"):
+        fit_latent_class_regression(x, z, 2, n_init=10, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ridged = fit_latent_class_regression(x, z, 2, n_init=10, random_state=0, ridge=1.0)
+    assert np.abs(np.c_[np.ones(400), z] @ ridged.params.beta).max() < SEPARATION_LOGIT

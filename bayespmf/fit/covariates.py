@@ -58,6 +58,7 @@ __all__ = [
     "LatentClassRegressionParams",
     "MAX_LOG_GROWTH",
     "POLISH_STEPS",
+    "SEPARATION_LOGIT",
     "check_covariates",
     "class_prior_proba",
     "fit_latent_class_regression",
@@ -80,6 +81,11 @@ DEFAULT_TOL = 1e-10
 #: gains; on the StepMix comparison (seed 1) the Aitken rule alone stopped 0.03
 #: log-likelihood units short, with one entry growing by 4.6 % per step.
 MAX_LOG_GROWTH = 1e-3
+
+#: A class whose linear predictor ``|z beta_f|`` (against the reference class) exceeds
+#: this on some row is reported as separated by the covariates: prior odds beyond
+#: e^15 ~ 3e6 mean the likelihood keeps rising as beta_f grows without bound.
+SEPARATION_LOGIT = 15.0
 
 #: Distinct covariate-free optima (best first) the covariate EM is started from: the
 #: best one is where the covariate model usually ends; the next ones are cheap
@@ -675,6 +681,20 @@ def fit_latent_class_regression(
         )
         state = CovariateEMState(beta, a, state.loglik)
         loglik = covariate_loglik(cdata, beta, a)
+    eta = np.abs(design @ state.beta).max(axis=0)  # (F,): largest |logit| vs class 0
+    separated = np.flatnonzero(eta > SEPARATION_LOGIT)
+    if separated.size:
+        warnings.warn(
+            f"{owner}: the covariates (nearly) perfectly separate class(es) "
+            f"{separated.tolist()} from the reference class 0: their linear predictors "
+            f"reach |z beta| = {eta[separated].max():.3g} (> {SEPARATION_LOGIT}, a prior "
+            "odds ratio beyond e^15). The maximum-likelihood beta of a separated class is "
+            "infinite and its standard errors are meaningless (quasi-complete "
+            "separation). Pass ridge > 0 (e.g. ridge=1.0) for finite, shrunken "
+            "coefficients, or drop or merge the separating covariate.",
+            UserWarning,
+            stacklevel=2,
+        )
     se = None
     if stderr:
         se, info["covariance"] = beta_standard_errors(

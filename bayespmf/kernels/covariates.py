@@ -60,6 +60,7 @@ References
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -328,7 +329,11 @@ def mlogit_newton(
         neg_h[np.diag_indices(n_free)] += ridge
         g = grad.reshape(n_free)
         try:
-            delta = scipy.linalg.solve(neg_h, g, assume_a="pos")
+            # an ill-conditioned Hessian (separation: beta running off to infinity) is
+            # expected, not an error; fit_latent_class_regression warns about it once
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+                delta = scipy.linalg.solve(neg_h, g, assume_a="pos")
         except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
             delta = np.linalg.lstsq(neg_h, g, rcond=None)[0]
         gain = 0.5 * float(g @ delta)

@@ -12,6 +12,13 @@ from bayespmf.models.posterior import (
     sample,
     select_rank,
 )
+from bayespmf.models.regression import (
+    LatentClassRegressionRows,
+    align_regression_labels,
+    latent_class_regression_model,
+    regression_initvals,
+    sample_regression,
+)
 from bayespmf.models.simplex_nest import (
     align_vertices,
     initvals_from_vlad,
@@ -20,19 +27,24 @@ from bayespmf.models.simplex_nest import (
 )
 
 __all__ = [
+    "LatentClassRegressionRows",
     "LatentClassRows",
     "align_labels",
+    "align_regression_labels",
     "align_vertices",
     "convergence_summary",
     "impute",
     "initvals_from_params",
     "initvals_from_vlad",
     "latent_class_model",
+    "latent_class_regression_model",
     "model_data",
     "posterior_class_proba",
     "posterior_params",
     "posterior_predict_proba",
+    "regression_initvals",
     "sample",
+    "sample_regression",
     "sample_simplex_nest",
     "select_rank",
     "simplex_nest_model",

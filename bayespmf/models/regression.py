@@ -1,0 +1,636 @@
+r"""Latent-class regression as a PyMC model: covariates on class membership.
+
+:func:`latent_class_regression_model` is the Bayesian counterpart of
+:class:`bayespmf.estimators.LatentClassRegression`:
+
+.. math::
+
+    \Pr(H_s = f \mid z_s) = \operatorname{softmax}(z_s^\top \beta)_f, \qquad
+    \beta_{\cdot, 0} = 0, \qquad
+    x_{sn} \mid H_s = f \sim \operatorname{Categorical}(A_n(:, f)),
+
+the class summed out of the likelihood and missing entries (``-1``) skipped.
+:func:`sample_regression` starts NUTS at the maximum-likelihood estimate and relabels
+the draws against it (:func:`align_regression_labels`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+
+from bayespmf._validation import (
+    DataValidationError,
+    as_codes,
+    check_float,
+    check_int,
+    check_random_state,
+)
+from bayespmf.data import CategoricalData
+from bayespmf.estimators.regression import INTERCEPT, LatentClassRegression
+from bayespmf.fit.covariates import check_covariates
+from bayespmf.models._alignment import apply_permutations, hungarian_permutations
+from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
+from bayespmf.models.latent_class import (
+    DATA_NAME,
+    OBSERVED_NAME,
+    category_dim,
+    factor_var_name,
+)
+
+__all__ = [
+    "COEF_FULL_NAME",
+    "COEF_NAME",
+    "COVARIATES_NAME",
+    "LatentClassRegressionRows",
+    "align_regression_labels",
+    "latent_class_regression_model",
+    "regression_initvals",
+    "sample_regression",
+]
+
+#: Name of the ``pm.Data`` container holding the design matrix (dims ``("row",
+#: "covariate")``, the intercept column first when one is fitted).
+COVARIATES_NAME = "covariates"
+
+#: Name of the free coefficients, dims ``("covariate", "free_class")`` (classes 1..F-1).
+COEF_NAME = "coef"
+
+#: Name of the deterministic full coefficient matrix, dims ``("covariate", "class")``,
+#: column 0 (the reference class) identically 0.
+COEF_FULL_NAME = "coef_full"
+
+#: Dimension of the non-reference classes (coordinates 1, ..., F-1).
+FREE_CLASS_DIM = "free_class"
+
+#: Entries of a starting simplex are clipped to at least this and renormalized: an exact
+#: zero maps to -inf under the simplex transform ("Bad initial energy",
+#: STACK-NOTES.md). The same value as ``bayespmf.models.posterior.INIT_CLIP``.
+INIT_CLIP = 1e-4
+
+#: Per-chain jitter of a start: the sd of the normal noise added to the coefficients and
+#: to the log of every simplex entry (as ``bayespmf.models.posterior.INIT_JITTER``):
+#: apart enough for r-hat to mean something, close enough to share the mode.
+INIT_JITTER = 0.05
+
+_OWNER = "latent_class_regression_model"
+
+
+# ------------------------------------------------------------------ distribution
+
+
+def _static_categories(factors) -> list[int]:
+    sizes = []
+    for n, a in enumerate(factors):
+        k = a.type.shape[-1]
+        if k is None:
+            raise DataValidationError(
+                f"factors[{n}] must be a (rank, I_n) tensor with a static number of "
+                f"categories I_n; got type {a.type}."
+            )
+        sizes.append(int(k))
+    return sizes
+
+
+def _regression_rows_logp(value, logits, *factors):
+    r"""Per-row log-likelihood, the class summed out, missing entries (``-1``) skipped.
+
+    :math:`\log \sum_f \mathrm{softmax}(\eta_s)_f \prod_n A_n(x_{sn}, f)`, where
+    ``logits`` are :math:`\eta_s = z_s^\top\beta`, (..., S, F). As in
+    :func:`bayespmf.models.latent_class.LatentClassRows`, the observed entries' one-hot
+    design is built from the codes inside the graph and multiplied by the stacked
+    ``log A_n``; a row with a code outside ``[-1, I_n)`` has log-probability ``-inf``.
+    """
+    n_cat = _static_categories(factors)
+    var_of_col = np.repeat(np.arange(len(n_cat)), n_cat)
+    code_of_col = np.concatenate([np.arange(k) for k in n_cat]).astype(value.dtype)
+    one_hot = pt.cast(pt.eq(value[..., var_of_col], code_of_col), pytensor.config.floatX)
+    # the factors are not batched over rows: drop any leading broadcast dimensions
+    factors = [a.reshape(a.shape[-2:]) if a.ndim > 2 else a for a in factors]
+    log_a = pt.concatenate([pt.log(a).T for a in factors], axis=0)  # (sum I_n, F)
+    log_prior = logits - pt.logsumexp(logits, axis=-1, keepdims=True)
+    loglik = pt.logsumexp(pt.dot(one_hot, log_a) + log_prior, axis=-1)
+    valid = pt.all((value >= -1) & (value < np.asarray(n_cat)), axis=-1)
+    return pt.switch(valid, loglik, -np.inf)
+
+
+def _regression_rows_dist(logits, *factors_and_size):
+    """Generative graph: class ~ Categorical(softmax(logits)), x_n | class ~ A_n[class]."""
+    *factors, size = factors_and_size
+    cls = pm.Categorical.dist(logit_p=logits, size=size)
+    return pt.stack([pm.Categorical.dist(p=a[cls]) for a in factors], axis=-1)
+
+
+def _signature(n_variables: int) -> str:
+    return "(f)," + ",".join(f"(f,i{n})" for n in range(n_variables)) + "->(n)"
+
+
+class LatentClassRegressionRows:
+    r"""Rows of N categorical items whose class prior is a softmax of per-row logits.
+
+    .. math::
+
+        \log \Pr(x_s \mid \eta_s) = \operatorname{logsumexp}_f \Big(
+            \eta_{sf} - \operatorname{logsumexp}_g \eta_{sg}
+            + \sum_{n:\,x_{sn}\ \mathrm{observed}} \log A_n(x_{sn}, f)\Big)
+
+    The per-row generalization of :class:`bayespmf.models.LatentClassRows` (whose
+    weights are shared by every row): ``logits`` is batched over rows, so that
+    :math:`\eta_s = z_s^\top\beta` gives the latent-class regression likelihood. Its
+    ``logp`` gives ``pm.compute_log_likelihood`` one value per row; its generative
+    graph (class ~ Categorical(softmax(:math:`\eta_s`)), then the items) gives
+    ``pm.sample_prior_predictive`` and ``pm.sample_posterior_predictive``.
+
+    Parameters
+    ----------
+    name : str
+        Variable name (only for the constructor; ``.dist`` takes none).
+    logits : tensor_like, shape (S, F) or (F,)
+        Unnormalized log class priors of every row.
+    factors : sequence of tensor_like, each (F, I_n)
+        Row ``f`` of ``factors[n]`` is the PMF of item ``n`` given class ``f``; the
+        number of categories must be static.
+    **kwargs
+        ``observed``, ``dims``, ``shape``, ... as for any PyMC distribution.
+
+    Examples
+    --------
+    >>> logits = np.array([[0.0, 1.0], [0.0, -1.0]])
+    >>> a = np.array([[0.9, 0.1], [0.2, 0.8]])  # (class, category)
+    >>> x = LatentClassRegressionRows.dist(logits, [a, a])
+    >>> pm.draw(x, random_seed=0).shape
+    (2, 2)
+    >>> lp = pm.logp(x, np.array([[0, 1], [-1, 1]])).eval()
+    >>> w = 1 / (1 + np.exp(1.0))  # Pr(class 1 | row 1)
+    >>> bool(np.isclose(lp[1], np.log((1 - w) * 0.1 + w * 0.8)))
+    True
+    """
+
+    def __new__(cls, name, logits, factors, **kwargs):  # noqa: D102
+        factors = [pt.as_tensor_variable(a) for a in factors]
+        return pm.CustomDist(
+            name, logits, *factors, **cls._custom_kwargs(factors), **kwargs
+        )
+
+    @classmethod
+    def dist(cls, logits, factors, **kwargs):
+        """The distribution outside a model (see the class docstring)."""
+        factors = [pt.as_tensor_variable(a) for a in factors]
+        return pm.CustomDist.dist(logits, *factors, **cls._custom_kwargs(factors), **kwargs)
+
+    @staticmethod
+    def _custom_kwargs(factors) -> dict:
+        _static_categories(factors)  # raise early on a factor without static size
+        return {
+            "dist": _regression_rows_dist,
+            "logp": _regression_rows_logp,
+            "signature": _signature(len(factors)),
+            "class_name": "LatentClassRegressionRows",
+        }
+
+
+# ------------------------------------------------------------------------ model
+
+
+def _covariate_table(covariates, names, fit_intercept: bool, n_rows: int):
+    """The design (S, D') and its column labels, from an array or a DataFrame."""
+    if isinstance(covariates, pd.Series):
+        covariates = covariates.to_frame()
+    if isinstance(covariates, pd.DataFrame):
+        if names is None:
+            names = [str(c) for c in covariates.columns]
+        try:
+            covariates = covariates.to_numpy(dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"The 'covariates' parameter of {_OWNER} must hold numeric columns; "
+                f"could not convert it to float ({err}). Encode categorical covariates "
+                "first, e.g. with pandas.get_dummies(..., drop_first=True)."
+            ) from err
+    if covariates is None:
+        raise ValueError(
+            f"The 'covariates' parameter of {_OWNER} is required: pass an (n_rows, "
+            "n_covariates) array or DataFrame (an (n_rows, 0) array for a model "
+            "without covariates)."
+        )
+    design = check_covariates(covariates, n_rows, fit_intercept=fit_intercept, owner=_OWNER)
+    n_cov = design.shape[1] - int(fit_intercept)
+    if names is None:
+        names = [f"z{d}" for d in range(n_cov)]
+    names = [str(v) for v in names]
+    if len(names) != n_cov or len(set(names)) != n_cov or INTERCEPT in names:
+        raise ValueError(
+            f"The 'names' parameter of {_OWNER} must hold {n_cov} distinct covariate "
+            f"names (one per column of 'covariates', not {INTERCEPT!r}); got {names!r}."
+        )
+    return design, [INTERCEPT] * int(fit_intercept) + names
+
+
+def latent_class_regression_model(
+    data,
+    covariates,
+    rank: int,
+    *,
+    fit_intercept: bool = True,
+    coef_prior_sd: float = 2.5,
+    factor_prior: float = 1.0,
+    names=None,
+    n_categories=None,
+) -> pm.Model:
+    r"""PyMC model of a latent-class regression, the class marginalized out.
+
+    .. math::
+
+        \beta_{d f} \sim N(0, \sigma_\beta^2)\ (f \ge 1), \quad \beta_{d 0} = 0, \quad
+        A_n(:, f) \sim \mathrm{Dir}(\alpha_A 1_{I_n}),
+
+        \log p(x_s \mid z_s) = \operatorname{logsumexp}_f \Big(
+            \log\operatorname{softmax}(z_s^\top\beta)_f
+            + \sum_{n:\,x_{sn}\ \mathrm{observed}} \log A_n(x_{sn}, f)\Big)
+
+    (the model of :class:`bayespmf.estimators.LatentClassRegression`; Bandeen-Roche et
+    al. 1997). The rows and the design matrix are ``pm.Data`` containers and the
+    likelihood an observed :class:`LatentClassRegressionRows` variable, so
+    ``pm.sample_prior_predictive``, ``pm.sample_posterior_predictive`` (new rows at
+    the model's covariates) and ``pm.compute_log_likelihood`` (one value per row)
+    work. Rows with every entry missing carry no information about the items given
+    the covariates and are dropped, with their covariates.
+
+    Parameters
+    ----------
+    data : CategoricalData or array_like of int (S, N)
+        ``-1`` marks missing entries.
+    covariates : array_like of float (S,) or (S, D0), or pandas.DataFrame
+        Covariates of every row, in the order of ``data``; finite, not collinear.
+        ``(S, 0)`` gives the covariate-free model (with the intercept).
+    rank : int
+        Number of classes F.
+    fit_intercept : bool, default True
+        Prepend a column of ones (coordinate ``"(intercept)"``).
+    coef_prior_sd : float, default 2.5
+        Standard deviation of the normal prior of every free coefficient (a weakly
+        informative scale on the log-odds, as Gelman et al. 2008 suggest for
+        logistic regression; covariates on unit scale are assumed).
+    factor_prior : float, default 1.0
+        Symmetric Dirichlet concentration of every :math:`A_n(:, f)`.
+    names : sequence of str, optional
+        Covariate names (default: the columns of a DataFrame, else ``z0, z1, ...``).
+    n_categories : sequence of int, optional
+        Alphabet sizes when ``data`` is an array.
+
+    Returns
+    -------
+    pymc.Model
+        Free variables ``coef`` (dims ``(covariate, free_class)``) and ``A_<name>``
+        for each item (dims ``(class, <name>_category)``, as in
+        :func:`bayespmf.models.latent_class_model`); the deterministic ``coef_full``
+        (dims ``(covariate, class)``, column 0 zero); the data ``rows`` (dims
+        ``(row, variable)``) and ``covariates`` (dims ``(row, covariate)``, the
+        design with its intercept column); the observed rows ``x``.
+
+    Raises
+    ------
+    ValueError
+        Bad ``covariates`` (wrong row count, non-numeric, non-finite, collinear) or
+        ``names``; :class:`DataValidationError` (a ``ValueError``) for malformed
+        data, ``rank < 1`` or non-positive prior scales.
+
+    Examples
+    --------
+    >>> data = CategoricalData.from_codes(
+    ...     [[0, 1], [1, -1], [1, 0], [0, 0]], 2, names=["a", "b"])
+    >>> model = latent_class_regression_model(data, [[0.5], [-1.0], [2.0], [0.1]], 2)
+    >>> sorted(model.named_vars)
+    ['A_a', 'A_b', 'coef', 'coef_full', 'covariates', 'rows', 'x']
+    >>> model.named_vars_to_dims["coef_full"]
+    ('covariate', 'class')
+    >>> list(model.coords["covariate"])
+    ['(intercept)', 'z0']
+    >>> prior = pm.sample_prior_predictive(draws=3, model=model, random_seed=0)
+    >>> prior.prior_predictive["x"].shape
+    (1, 3, 4, 2)
+    """
+    rank = check_int(rank, "rank", owner=_OWNER, low=1)
+    coef_prior_sd = check_float(coef_prior_sd, "coef_prior_sd", low=0.0, low_open=True)
+    factor_prior = check_float(factor_prior, "factor_prior", low=0.0, low_open=True)
+    if isinstance(data, CategoricalData):
+        if n_categories is not None:
+            as_codes(data, n_categories)  # raises on disagreement
+    else:
+        codes, n_cat = as_codes(data, n_categories, name="data")
+        data = CategoricalData(codes, n_cat)
+    as_codes(data, name="data")  # an item never observed cannot be learned
+    design, cov_names = _covariate_table(covariates, names, fit_intercept, data.n_samples)
+    keep = (np.asarray(data.codes) >= 0).any(axis=1)
+    if not keep.all():
+        data, design = data[keep], design[keep]
+    item_names = list(data.names)
+    bad = [v for v in item_names if not re.fullmatch(r"[^\s].*", v)]
+    if bad:
+        raise DataValidationError(f"Variable names must not be empty or blank: {bad!r}.")
+    coords = {
+        "class": np.arange(rank),
+        FREE_CLASS_DIM: np.arange(1, rank),
+        "covariate": cov_names,
+        "row": np.arange(data.n_samples),
+        "variable": item_names,
+    }
+    for name, cats in zip(item_names, data.categories, strict=True):
+        coords[category_dim(name)] = list(cats)
+    with pm.Model(coords=coords) as model:
+        rows = pm.Data(DATA_NAME, np.asarray(data.codes), dims=("row", "variable"))
+        z = pm.Data(COVARIATES_NAME, design, dims=("row", "covariate"))
+        coef = pm.Normal(
+            COEF_NAME, mu=0.0, sigma=coef_prior_sd, dims=("covariate", FREE_CLASS_DIM)
+        )
+        coef_full = pm.Deterministic(
+            COEF_FULL_NAME,
+            pt.concatenate([pt.zeros((len(cov_names), 1)), coef], axis=1),
+            dims=("covariate", "class"),
+        )
+        factors = [
+            pm.Dirichlet(
+                factor_var_name(name),
+                a=np.full((rank, int(k)), factor_prior),
+                dims=("class", category_dim(name)),
+            )
+            for name, k in zip(item_names, data.n_categories, strict=True)
+        ]
+        LatentClassRegressionRows(
+            OBSERVED_NAME,
+            pt.dot(z, coef_full),
+            factors,
+            observed=rows,
+            dims=("row", "variable"),
+        )
+    return model
+
+
+def _regression_model_parts(model):
+    """Codes, design, item names, rank of a model from latent_class_regression_model."""
+    needed = {DATA_NAME, COVARIATES_NAME, COEF_NAME, COEF_FULL_NAME, OBSERVED_NAME}
+    if not isinstance(model, pm.Model) or not needed <= set(model.named_vars):
+        raise DataValidationError(
+            "'model' must be built by bayespmf.models.latent_class_regression_model (a "
+            f"pm.Model with variables {sorted(needed)}); got {type(model).__name__}."
+        )
+    codes = np.asarray(model[DATA_NAME].get_value(), dtype=np.int64)
+    design = np.asarray(model[COVARIATES_NAME].get_value(), dtype=np.float64)
+    names = [str(v) for v in model.coords["variable"]]
+    n_cat = [len(model.coords[category_dim(n)]) for n in names]
+    return codes, design, names, n_cat, len(model.coords["class"])
+
+
+# ----------------------------------------------------------- starts and alignment
+
+
+def _point_of(init, n_dim: int, n_cat, rank: int):
+    """``(coef (D', F), factors [(I_n, F)])`` of a fitted estimator or a pair/dict."""
+    if hasattr(init, "coef_") and hasattr(init, "factors_"):
+        coef, factors = init.coef_, init.factors_
+    elif isinstance(init, dict) and {"coef", "factors"} <= set(init):
+        coef, factors = init["coef"], init["factors"]
+    elif isinstance(init, tuple) and len(init) == 2:
+        coef, factors = init
+    else:
+        raise DataValidationError(
+            "'init' must be a fitted LatentClassRegression, a (coef, factors) pair or "
+            f"a dict with 'coef' and 'factors'; got {type(init).__name__}."
+        )
+    coef = np.array(coef, dtype=np.float64)
+    factors = [np.array(a, dtype=np.float64) for a in factors]
+    want = [(k, rank) for k in n_cat]
+    if coef.shape != (n_dim, rank) or [a.shape for a in factors] != want:
+        raise DataValidationError(
+            f"'init' must have coef of shape {(n_dim, rank)} and factors of shapes "
+            f"{want} (the model's design columns, categories and rank); got "
+            f"{coef.shape} and {[a.shape for a in factors]}. Fit the estimator on the "
+            "model's data and covariates with the same rank and intercept."
+        )
+    return coef - coef[:, :1], factors
+
+
+def _clip_simplex(x, axis):
+    x = np.maximum(np.asarray(x, dtype=np.float64), INIT_CLIP)
+    return x / x.sum(axis=axis, keepdims=True)
+
+
+def regression_initvals(
+    model, init, *, chains: int = 1, jitter: float = INIT_JITTER, random_state=None
+) -> list[dict]:
+    """Starting points (one dict per chain, constrained values) from a point estimate.
+
+    ``coef`` starts at ``init.coef_[:, 1:]`` (re-referenced to class 0 first) plus
+    ``N(0, jitter^2)`` noise; every factor column is clipped to at least ``INIT_CLIP``,
+    renormalized, jittered on the log scale (``a * exp(jitter * e)``) and renormalized.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        From :func:`latent_class_regression_model`.
+    init : LatentClassRegression, (coef, factors) or dict
+        ``coef`` (D', F) on the model's design columns; ``factors`` [(I_n, F)].
+    chains : int, default 1
+    jitter : float, default INIT_JITTER
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> data = CategoricalData.from_codes([[0, 1], [1, 0], [1, 1]], 2, names=["a", "b"])
+    >>> model = latent_class_regression_model(data, [[0.0], [1.0], [2.0]], 2)
+    >>> point = (np.zeros((2, 2)), [np.full((2, 2), 0.5)] * 2)
+    >>> iv = regression_initvals(model, point, chains=2, random_state=0)
+    >>> len(iv), iv[0]["coef"].shape, iv[0]["A_a"].shape
+    (2, (2, 1), (2, 2))
+    """
+    _, design, names, n_cat, rank = _regression_model_parts(model)
+    coef, factors = _point_of(init, design.shape[1], n_cat, rank)
+    chains = check_int(chains, "chains", owner="regression_initvals", low=1)
+    jitter = check_float(jitter, "jitter", low=0.0)
+    rng = check_random_state(random_state)
+    out = []
+    for _ in range(chains):
+        start = {COEF_NAME: coef[:, 1:] + jitter * rng.standard_normal(coef[:, 1:].shape)}
+        for name, a in zip(names, factors, strict=True):
+            a = _clip_simplex(a.T, 1)  # (F, I_n), as the model's variable
+            start[factor_var_name(name)] = _clip_simplex(
+                a * np.exp(jitter * rng.standard_normal(a.shape)), 1
+            )
+        out.append(start)
+    return out
+
+
+def align_regression_labels(idata, reference, *, n_refine: int = 2):
+    r"""Relabel every draw's classes to match a point estimate by the Hungarian method.
+
+    What is aligned, draw by draw:
+
+    1. The permutation ``perm`` (``perm[f]``: the raw class put at position ``f``)
+       minimizing :math:`\sum_f \|A^{\mathrm{ref}}_{\cdot f} - A_{\cdot,
+       \mathrm{perm}[f]}\|^2` over the stacked factors (every item's column of class
+       ``f``; the coefficients are not used, they are not comparable before the
+       reference is fixed). With ``n_refine > 0`` the pivot is then replaced by the
+       aligned posterior mean and the matching repeated.
+    2. Every variable with a ``class`` dimension (the factors ``A_<name>`` and
+       ``coef_full``) is permuted by ``perm``.
+    3. The coefficients are re-referenced so that the class now at position 0 is the
+       reference again: ``coef_full[:, f] -= coef_full[:, 0]`` and ``coef =
+       coef_full[:, 1:]``. The class priors ``softmax(z beta)`` are permuted, not
+       changed, so the likelihood of every draw is unchanged.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        With a ``posterior`` from :func:`latent_class_regression_model`.
+    reference : LatentClassRegression, (coef, factors) or dict
+        The pivot (only its factors are used).
+    n_refine : int, default 2
+        Rounds of refinement against the aligned posterior mean.
+
+    Returns
+    -------
+    arviz.InferenceData
+        A new object; the raw draws in ``unaligned_posterior`` and the permutations in
+        ``sample_stats["class_permutation"]``.
+    """
+    post = idata.posterior
+    names = _item_names(post)
+    rank = post.sizes["class"]
+    n_cat = [post.sizes[category_dim(n)] for n in names]
+    _, ref_factors = _point_of(reference, post.sizes["covariate"], n_cat, rank)
+    ref = np.concatenate([np.asarray(a, dtype=np.float64) for a in ref_factors]).T
+    c, d = post.sizes["chain"], post.sizes["draw"]
+    feats = np.concatenate(
+        [
+            post[factor_var_name(n)].transpose("chain", "draw", "class", ...).values
+            for n in names
+        ],
+        axis=-1,
+    ).reshape(c * d, rank, -1)
+    perms = hungarian_permutations(feats, ref, n_refine=n_refine)
+    new = apply_permutations(idata, perms.reshape(c, d, rank), "class", "class_permutation")
+    full = new.posterior[COEF_FULL_NAME]
+    full = full - full.isel({"class": 0})
+    new.posterior[COEF_FULL_NAME] = full.transpose(*post[COEF_FULL_NAME].dims)
+    free = full.isel({"class": slice(1, None)}).rename({"class": FREE_CLASS_DIM})
+    free = free.assign_coords({FREE_CLASS_DIM: post[FREE_CLASS_DIM].values})
+    new.posterior[COEF_NAME] = free.transpose(*post[COEF_NAME].dims)
+    return new
+
+
+def _item_names(post) -> list[str]:
+    names = post.attrs.get("bayespmf_variables")
+    if names is not None:
+        return json.loads(names) if isinstance(names, str) else list(names)
+    return [
+        str(v)[2:]
+        for v in post.data_vars
+        if str(v).startswith("A_") and "class" in post[v].dims
+    ]
+
+
+# --------------------------------------------------------------------- sampling
+
+
+def sample_regression(
+    model,
+    *,
+    init=None,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    random_seed=None,
+    progressbar: bool = True,
+    align: bool = True,
+    log_likelihood: bool = True,
+    nuts_sampler: str = "pymc",
+    **sample_kwargs,
+):
+    """Draw from the posterior of a latent-class regression by NUTS, started at the MLE.
+
+    Every chain starts at the point estimate (:func:`regression_initvals`, jittered
+    per chain); the draws are then relabeled against it
+    (:func:`align_regression_labels`; see there for exactly what is aligned). The
+    sampler runs on the model with its data frozen (``freeze_dims_and_data``), as
+    :func:`bayespmf.models.sample` does; the model passed in is unchanged.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        From :func:`latent_class_regression_model`.
+    init : LatentClassRegression, (coef, factors), dict or None
+        The point estimate (``coef`` on the model's design columns, intercept
+        included). None fits ``LatentClassRegression(rank, fit_intercept=False,
+        random_state=random_seed)`` on the model's rows and design (the design holds
+        the intercept column already, so this is the same MLE).
+    draws, tune, chains : int
+    random_seed : int, optional
+        Seeds the point estimate, the jitter of the starts and the sampler: one seed
+        makes the whole run reproducible.
+    progressbar : bool, default True
+    align : bool, default True
+    log_likelihood : bool, default True
+        Add the per-row log-likelihood of ``x`` (``pm.compute_log_likelihood``); it is
+        label-invariant, so the same before and after alignment.
+    nuts_sampler : {"pymc", "nutpie", "numpyro", "blackjax"}, default "pymc"
+        As in :func:`bayespmf.models.sample`.
+    **sample_kwargs
+        Passed to ``pm.sample`` (e.g. ``target_accept``, ``cores``).
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior`` (aligned) with ``coef``, ``coef_full`` and the factors;
+        ``posterior.attrs`` record ``sampling_time`` (seconds, compilation included)
+        and the point estimate's ``coef`` (``point_coef``, JSON) it was aligned to.
+
+    Raises
+    ------
+    ValueError
+        Bad sampler arguments, a model not from :func:`latent_class_regression_model`
+        or an ``init`` whose shapes do not fit the model.
+    """
+    from pymc.model.transform.optimization import freeze_dims_and_data
+
+    draws, tune, chains = check_sampler_args(
+        "nuts", draws, tune, chains, "sample_regression"
+    )
+    check_nuts_sampler(nuts_sampler, tune)
+    codes, design, names, n_cat, rank = _regression_model_parts(model)
+    rng = np.random.default_rng(random_seed)
+    if init is None:
+        data = CategoricalData(codes, n_cat, names)
+        init = LatentClassRegression(rank, fit_intercept=False, random_state=random_seed)
+        init = init.fit(data, covariates=design)
+    point = _point_of(init, design.shape[1], n_cat, rank)
+    initvals = regression_initvals(model, point, chains=chains, random_state=rng)
+    idata = run_sampler(
+        freeze_dims_and_data(model),
+        method="nuts",
+        initvals=initvals,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        advi_iterations=0,
+        nuts_sampler=nuts_sampler,
+        **sample_kwargs,
+    )
+    idata.posterior.attrs["bayespmf_variables"] = json.dumps(names)
+    idata.posterior.attrs["point_coef"] = json.dumps(point[0].tolist())
+    if align:
+        idata = align_regression_labels(idata, point)
+    if log_likelihood:
+        pm.compute_log_likelihood(idata, model=model, progressbar=False)
+    return idata

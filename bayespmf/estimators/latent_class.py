@@ -471,6 +471,53 @@ class LatentClassPMF(BaseEstimator):
             "n_cells": int(n_cells),
         }
 
+    def standard_errors(
+        self, data, *, method: str = "information", sample_weight=None, **kwargs
+    ):
+        """Standard errors of ``weights_`` and ``factors_`` on the data they were fitted to.
+
+        A thin wrapper of :func:`bayespmf.fit.standard_errors` (observed information
+        with the delta method, or a bootstrap with label alignment); ``data`` may be a
+        DataFrame. Boundary entries (estimated 0 or 1) get NaN. The posterior
+        (:func:`bayespmf.models.sample`) is the recommended uncertainty; these are the
+        asymptotic ones poLCA and Mplus report.
+
+        Parameters
+        ----------
+        data : CategoricalData, pandas.DataFrame or array_like of int
+        method : {"information", "bootstrap"}, default "information"
+        sample_weight : array_like, optional
+            As in :meth:`fit`.
+        **kwargs
+            Passed on (e.g. ``information="opg"``, ``n_bootstrap=``).
+
+        Returns
+        -------
+        bayespmf.fit.standard_errors.StandardErrors
+            ``.weights`` (F,), ``.factors`` (list of (I_n, F)), ``.method``, ...
+
+        Examples
+        --------
+        >>> from bayespmf.datasets import make_latent_class
+        >>> data, _ = make_latent_class(2000, [3, 3, 3, 3], rank=2, random_state=0,
+        ...                             factor_prior="separable", epsilon=0.1)
+        >>> est = LatentClassPMF(2, n_init=10, random_state=0).fit(data)
+        >>> se = est.standard_errors(data)
+        >>> se.weights.shape, bool((se.weights > 0).all())
+        ((2,), True)
+        """
+        from bayespmf.fit.standard_errors import standard_errors
+
+        kwargs.setdefault("random_state", self.random_state)
+        return standard_errors(
+            self._codes(data),
+            self.params_,
+            method=method,
+            sample_weight=sample_weight,
+            n_categories=self.n_categories_,
+            **kwargs,
+        )
+
     # ------------------------------------------------------------ class membership
     def predict_class_proba(self, data) -> np.ndarray:
         """Posterior class probabilities of each row given its observed entries, (S, F).

@@ -13,6 +13,7 @@ imported from there, not re-exported here, where ``ctd`` would hide the module
 ``bayespmf.fit.ctd``.
 """
 
+from bayespmf.fit.bootstrap_lrt import bootstrap_lrt
 from bayespmf.fit.covariates import fit_latent_class_regression
 from bayespmf.fit.em import EMInfo, ad_em, fit_em, run_em
 from bayespmf.fit.latent_class import (
@@ -25,6 +26,7 @@ from bayespmf.fit.latent_class import (
     max_identifiable_rank,
 )
 from bayespmf.fit.loop import IterInfo, StepInfo, iterate
+from bayespmf.fit.standard_errors import standard_errors
 
 __all__ = [
     "DEFAULT_N_INIT",
@@ -36,10 +38,12 @@ __all__ = [
     "LocalOptimumWarning",
     "StepInfo",
     "ad_em",
+    "bootstrap_lrt",
     "fit_em",
     "fit_latent_class",
     "fit_latent_class_regression",
     "iterate",
     "max_identifiable_rank",
     "run_em",
+    "standard_errors",
 ]

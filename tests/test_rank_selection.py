@@ -80,3 +80,17 @@ def test_plot_has_a_panel_per_kind_of_column(table):
     assert len(fig.axes) == 2  # criteria, held-out fit
     with_p = table.assign(blrt_p=[np.nan, 0.01, 0.6])
     assert len(plot_rank_selection(with_p).axes) == 3
+
+
+def test_select_rank_reports_every_criterion_and_picks_by_the_one_asked(two_classes):
+    from bayespmf.models import select_rank
+
+    table, best = select_rank(two_classes, [1, 2, 3], n_init=20, random_state=0)
+    assert {"loglik", "aic", "bic", "caic", "sabic", "heldout_loglik"} <= set(table.columns)
+    assert best == int(table["heldout_loglik"].idxmax())
+    _, by_bic = select_rank(
+        two_classes, [1, 2, 3], criterion="bic", n_init=20, random_state=0
+    )
+    assert by_bic == int(table["bic"].idxmin()) == 2
+    with pytest.raises(ValueError, match="'criterion'"):
+        select_rank(two_classes, [1, 2], criterion="waic")

@@ -47,6 +47,7 @@ def compare_ranks(
     data,
     ranks,
     *,
+    method: str = "auto",
     n_init: int | None = None,
     random_state=None,
     test_fraction: float | None = None,
@@ -63,6 +64,8 @@ def compare_ranks(
         ``-1`` (or NaN/None in a DataFrame) marks missing entries.
     ranks : sequence of int
         The numbers of classes to compare (each >= 1).
+    method : str, default "auto"
+        :class:`LatentClassPMF`'s method (``"auto"``: the multi-start MLE).
     n_init : int, optional
         Starts of each fit (:class:`LatentClassPMF`'s default when None).
     random_state : None or int
@@ -129,7 +132,7 @@ def compare_ranks(
     for r in ranks:
         t0 = time.perf_counter()
         est = LatentClassPMF(
-            r, n_init=n_init, random_state=random_state, progressbar=progressbar
+            r, method, n_init=n_init, random_state=random_state, progressbar=progressbar
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", LocalOptimumWarning)
@@ -151,7 +154,7 @@ def compare_ranks(
             "replicated": not local,
         }
         if split is not None:
-            held = LatentClassPMF(r, n_init=n_init, random_state=random_state)
+            held = LatentClassPMF(r, method, n_init=n_init, random_state=random_state)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LocalOptimumWarning)
                 held.fit(split[0])

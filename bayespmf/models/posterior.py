@@ -765,61 +765,70 @@ def select_rank(
     test_fraction: float = 0.2,
     random_state=None,
     sample_kwargs: dict | None = None,
+    n_init: int | None = None,
+    bootstrap: bool = False,
 ):
-    """Compare ranks by held-out log-likelihood (point estimates) or PSIS-LOO (posteriors).
+    """Compare ranks by every criterion at once: fit, information criteria, held-out, LOO.
+
+    The point-estimate columns come from :func:`bayespmf.estimators.compare_ranks`
+    (maximized log-likelihood, free parameters, AIC, BIC, CAIC, SABIC, relative entropy,
+    replication of the best optimum, the held-out mean log-likelihood per row of a
+    random ``test_fraction`` of the rows, and with ``bootstrap`` the bootstrap LRT of
+    F - 1 against F classes); ``criterion="loo"`` adds PSIS-LOO (``elpd_loo``, ``se``,
+    ``p_loo``) from each rank's posterior (:func:`sample` with ``sample_kwargs``).
+    :func:`bayespmf.plots.plot_rank_selection` draws the table.
 
     Parameters
     ----------
-    data : CategoricalData
+    data : CategoricalData, pandas.DataFrame or array_like of int
     ranks : sequence of int
-    criterion : {"heldout", "loo"}
-        ``"heldout"``: fit :class:`LatentClassPMF` on a random ``1 - test_fraction``
-        of the rows and score the rest (mean log-likelihood per row). ``"loo"``: sample
-        each rank's posterior with :func:`sample` (``sample_kwargs``) and compare with
-        ``az.loo`` (expected log pointwise predictive density).
+    criterion : {"heldout", "loo", "bic", "aic", "caic", "sabic"}, default "heldout"
+        What picks the returned rank: the highest held-out log-likelihood or ELPD, or
+        the lowest information criterion.
+    method : str, default "auto"
+        :class:`~bayespmf.estimators.LatentClassPMF`'s method for the point estimates.
+    test_fraction : float, default 0.2
+    random_state : None or int
+    sample_kwargs : dict, optional
+        Passed to :func:`sample` (``criterion="loo"``).
+    n_init : int, optional
+    bootstrap : bool, default False
+        Add the bootstrap likelihood-ratio test columns (``blrt_lr``, ``blrt_p``).
 
     Returns
     -------
     table : pandas.DataFrame
         One row per rank.
     best : int
-        The rank with the highest held-out log-likelihood or ELPD.
+        The rank ``criterion`` prefers.
     """
-    from bayespmf.estimators import LatentClassPMF
+    from bayespmf.estimators import best_rank, compare_ranks
 
-    if not isinstance(data, CategoricalData):
-        data = CategoricalData(*as_codes(data))
-    ranks = [check_int(r, "ranks", low=1) for r in ranks]
-    if not ranks:
-        raise DataValidationError("'ranks' must list at least one rank.")
-    rows = []
-    if criterion == "heldout":
-        train, test = data.train_test_split(
-            1 - test_fraction, test_fraction, random_state=random_state
-        )
-        for r in ranks:
-            est = LatentClassPMF(r, method=method, random_state=random_state).fit(train)
-            rows.append(
-                {
-                    "rank": r,
-                    "train_loglik": est.score(train),
-                    "heldout_loglik": est.score(test),
-                    "seconds": est.fit_time_,
-                }
-            )
-        key = "heldout_loglik"
-    elif criterion == "loo":
-        kw = {"progressbar": False, "random_seed": random_state} | dict(sample_kwargs or {})
-        for r in ranks:
-            idata = sample(data.drop_empty_rows(), rank=r, **kw)
-            loo = az.loo(idata)
-            rows.append(
-                {"rank": r, "elpd_loo": loo.elpd_loo, "se": loo.se, "p_loo": loo.p_loo}
-            )
-        key = "elpd_loo"
-    else:
+    keys = {"heldout": "heldout_loglik", "loo": "elpd_loo"}
+    keys |= {c: c for c in ("bic", "aic", "caic", "sabic")}
+    if criterion not in keys:
         raise DataValidationError(
-            f"'criterion' must be 'heldout' or 'loo'; got {criterion!r}."
+            f"'criterion' must be one of {list(keys)}; got {criterion!r}."
         )
-    table = pd.DataFrame(rows).set_index("rank")
-    return table, int(table[key].idxmax())
+    if isinstance(data, pd.DataFrame):
+        data = CategoricalData.from_pandas(data)
+    elif not isinstance(data, CategoricalData):
+        data = CategoricalData(*as_codes(data))
+    table = compare_ranks(
+        data,
+        ranks,
+        method=method,
+        n_init=n_init,
+        random_state=random_state,
+        test_fraction=test_fraction,
+        bootstrap=bootstrap,
+    )
+    if criterion == "loo":
+        kw = {"progressbar": False, "random_seed": random_state} | dict(sample_kwargs or {})
+        loo = {}
+        for r in table.index:
+            res = az.loo(sample(data.drop_empty_rows(), rank=int(r), **kw))
+            loo[int(r)] = (res.elpd_loo, res.se, res.p_loo)
+        for k, name in enumerate(("elpd_loo", "se", "p_loo")):
+            table[name] = [loo[int(r)][k] for r in table.index]
+    return table, best_rank(table, keys[criterion])

@@ -7,6 +7,7 @@ one way. :mod:`bayespmf.io` re-exports both public names.
 
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
@@ -14,7 +15,14 @@ import numpy as np
 
 from bayespmf._validation import DataValidationError
 
-__all__ = ["ZIP_MAGIC", "UnsafeFileError", "check_npz_members", "load_npz_safely"]
+__all__ = [
+    "ZIP_MAGIC",
+    "UnsafeFileError",
+    "check_npz_members",
+    "load_fit",
+    "load_npz_safely",
+    "save_fit",
+]
 
 #: The first bytes of a zip archive (an npz file).
 ZIP_MAGIC = b"PK\x03\x04"
@@ -139,3 +147,60 @@ def _not_npz_error(path: Path, what: str, head: bytes) -> DataValidationError:
     return DataValidationError(
         f"{path} is not {what}: not a valid npz file (it is not a zip archive)."
     )
+
+
+def _json_scalar(obj):
+    """NumPy scalars as Python ones, for json.dumps."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def save_fit(path, meta: dict, *, fmt: str, version: int, **arrays) -> Path:
+    """Write a fitted estimator: its arrays plus JSON metadata, no pickle.
+
+    ``meta`` gets ``format``, ``format_version`` and ``bayespmf_version`` added; NumPy
+    scalars in it are written as Python numbers. :func:`load_fit` reads it back.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "fit.npz")
+    >>> _ = save_fit(p, {"n_iter": np.int64(3)}, fmt="demo", version=1, w=np.ones(2))
+    >>> arrays, meta = load_fit(p, fmt="demo", version=1, owner="Demo")
+    >>> meta["n_iter"], arrays["w"].tolist()
+    (3, [1.0, 1.0])
+    """
+    from bayespmf._version import __version__
+
+    path = Path(path)
+    head = {"format": fmt, "format_version": version, "bayespmf_version": __version__}
+    np.savez(path, meta=np.array(json.dumps(head | meta, default=_json_scalar)), **arrays)
+    return path
+
+
+def load_fit(path, *, fmt: str, version: int, owner: str) -> tuple[dict, dict]:
+    """Read a fit written by :func:`save_fit`: its arrays and its metadata.
+
+    Raises
+    ------
+    DataValidationError
+        Not a saved ``owner`` (no metadata, another format), or written in another
+        format version (with the versions and the fix in the message).
+    UnsafeFileError
+        A member that only unpickling could read (see :func:`load_npz_safely`).
+    """
+    arrays = load_npz_safely(path, what=f"a {owner} fit saved by bayespmf")
+    try:
+        meta = json.loads(str(arrays.pop("meta")))
+    except (KeyError, ValueError) as err:
+        raise DataValidationError(f"{path} is not a saved {owner}.") from err
+    if not isinstance(meta, dict) or meta.get("format") != fmt:
+        raise DataValidationError(f"{path} is not a saved {owner}.")
+    if meta.get("format_version") != version:
+        raise DataValidationError(
+            f"{path} was written in format version {meta.get('format_version')} "
+            f"(bayespmf {meta.get('bayespmf_version')}); this bayespmf reads "
+            f"version {version}. Refit or use a matching bayespmf."
+        )
+    return arrays, meta

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -12,14 +11,13 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 
-from bayespmf._npz import load_npz_safely
+from bayespmf._npz import load_fit, save_fit
 from bayespmf._validation import (
     DataValidationError,
     as_codes,
     check_int,
     check_random_state,
 )
-from bayespmf._version import __version__
 from bayespmf.data import CategoricalData
 from bayespmf.fit.latent_class import METHODS, fit_latent_class
 from bayespmf.pmf import (
@@ -691,9 +689,6 @@ class LatentClassPMF(BaseEstimator):
             params["init"] = "auto"
         optima = getattr(self, "optima_", None)
         meta = {
-            "format": _FORMAT,
-            "format_version": _FORMAT_VERSION,
-            "bayespmf_version": __version__,
             "params": params,
             "n_iter": int(self.n_iter_),
             "converged": bool(self.converged_),
@@ -707,31 +702,22 @@ class LatentClassPMF(BaseEstimator):
         for k, p in enumerate(getattr(self, "optima_params_", None) or []):
             arrays[f"optimum_{k}_weights"] = p.weights
             arrays.update({f"optimum_{k}_factor_{n}": a for n, a in enumerate(p.factors)})
-        np.savez(
+        return save_fit(
             path,
+            meta,
+            fmt=_FORMAT,
+            version=_FORMAT_VERSION,
             weights=self.weights_,
             loglik_trace=np.asarray(self.loglik_trace_, dtype=float),
-            meta=np.array(json.dumps(meta, default=_json_scalar)),
             **arrays,
         )
-        return path
 
     @classmethod
     def load(cls, path) -> LatentClassPMF:
         """Load a fit written by :meth:`save` (never executes code: no pickle)."""
-        f = load_npz_safely(path, what="a LatentClassPMF fit saved by bayespmf")
-        try:
-            meta = json.loads(str(f["meta"]))
-        except (KeyError, ValueError) as err:
-            raise DataValidationError(f"{path} is not a saved LatentClassPMF.") from err
-        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-            raise DataValidationError(f"{path} is not a saved LatentClassPMF.")
-        if meta.get("format_version") != _FORMAT_VERSION:
-            raise DataValidationError(
-                f"{path} was written in format version {meta.get('format_version')} "
-                f"(bayespmf {meta.get('bayespmf_version')}); this bayespmf reads "
-                f"version {_FORMAT_VERSION}. Refit or use a matching bayespmf."
-            )
+        f, meta = load_fit(
+            path, fmt=_FORMAT, version=_FORMAT_VERSION, owner="LatentClassPMF"
+        )
         n_factors = sum(1 for k in f if k.startswith("factor_"))
         factors = [f[f"factor_{n}"] for n in range(n_factors)]
         model = cls(**meta["params"])
@@ -760,10 +746,3 @@ class LatentClassPMF(BaseEstimator):
         model.info_ = {}
         model._names, model._categories = meta["names"], meta["categories"]
         return model
-
-
-def _json_scalar(obj):
-    """NumPy scalars as Python ones, for json.dumps."""
-    if isinstance(obj, np.generic):
-        return obj.item()
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")

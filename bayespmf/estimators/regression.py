@@ -2,7 +2,6 @@ r"""``LatentClassRegression``: latent classes whose prior depends on covariates.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -12,9 +11,8 @@ import scipy.stats
 from scipy.special import logsumexp, softmax
 from sklearn.base import BaseEstimator
 
-from bayespmf._npz import load_npz_safely
-from bayespmf._validation import DataValidationError, as_codes
-from bayespmf._version import __version__
+from bayespmf._npz import load_fit, save_fit
+from bayespmf._validation import as_codes
 from bayespmf.data import CategoricalData
 from bayespmf.estimators.latent_class import NotFittedError
 from bayespmf.fit.covariates import (
@@ -506,7 +504,9 @@ class LatentClassRegression(BaseEstimator):
         --------
         >>> import os, tempfile
         >>> rng = np.random.default_rng(1)
-        >>> x, z = rng.integers(0, 2, size=(200, 4)), rng.normal(size=200)
+        >>> z = rng.normal(size=300)
+        >>> h = (rng.random(300) < 1 / (1 + np.exp(-z))).astype(int)
+        >>> x = (rng.random((300, 4)) < np.where(h, 0.85, 0.15)[:, None]).astype(int)
         >>> m = LatentClassRegression(2, n_init=5, random_state=0).fit(x, covariates=z)
         >>> p = m.save(os.path.join(tempfile.mkdtemp(), "fit.npz"))
         >>> np.array_equal(LatentClassRegression.load(p).coef_, m.coef_)
@@ -519,9 +519,6 @@ class LatentClassRegression(BaseEstimator):
         if not (rs is None or isinstance(rs, int | np.integer)):
             params["random_state"] = None
         meta = {
-            "format": _FORMAT,
-            "format_version": _FORMAT_VERSION,
-            "bayespmf_version": __version__,
             "params": params,
             "loglik": self.loglik_,
             "loglik_start": self.loglik_start_,
@@ -533,35 +530,24 @@ class LatentClassRegression(BaseEstimator):
             "categories": self._categories,
         }
         arrays = {f"factor_{n}": a for n, a in enumerate(self.factors_)}
-        np.savez(
+        return save_fit(
             path,
+            meta,
+            fmt=_FORMAT,
+            version=_FORMAT_VERSION,
             coef=self.coef_,
             coef_stderr=self.coef_stderr_,
             coef_covariance=self.coef_covariance_,
             weights=self.weights_,
             n_categories=self.n_categories_,
             loglik_trace=self.loglik_trace_,
-            meta=np.array(json.dumps(meta, default=_json_scalar)),
             **arrays,
         )
-        return path
 
     @classmethod
     def load(cls, path) -> LatentClassRegression:
         """Load a fit written by :meth:`save` (never executes code: no pickle)."""
-        f = load_npz_safely(path, what=f"a {_OWNER} fit saved by bayespmf")
-        try:
-            meta = json.loads(str(f["meta"]))
-        except (KeyError, ValueError) as err:
-            raise DataValidationError(f"{path} is not a saved {_OWNER}.") from err
-        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-            raise DataValidationError(f"{path} is not a saved {_OWNER}.")
-        if meta.get("format_version") != _FORMAT_VERSION:
-            raise DataValidationError(
-                f"{path} was written in format version {meta.get('format_version')} "
-                f"(bayespmf {meta.get('bayespmf_version')}); this bayespmf reads "
-                f"version {_FORMAT_VERSION}. Refit or use a matching bayespmf."
-            )
+        f, meta = load_fit(path, fmt=_FORMAT, version=_FORMAT_VERSION, owner=_OWNER)
         model = cls(**meta["params"])
         n_factors = sum(1 for k in f if k.startswith("factor_"))
         model.factors_ = [f[f"factor_{n}"] for n in range(n_factors)]
@@ -579,10 +565,3 @@ class LatentClassRegression(BaseEstimator):
         model._columns = meta["columns"]
         model._names, model._categories = meta["names"], meta["categories"]
         return model
-
-
-def _json_scalar(obj):
-    """NumPy scalars as Python ones, for json.dumps."""
-    if isinstance(obj, np.generic):
-        return obj.item()
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")

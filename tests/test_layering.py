@@ -66,8 +66,7 @@ APPS_ENTRY = {("bayespmf", "bayespmf.apps.tasks")}
 #: (rule, importer, imported) -> the file to change and the fix. These are in files that
 #: are being rewritten elsewhere; each is an xfail(strict=True) case, so fixing one fails
 #: the suite until its entry is removed here.
-KNOWN_VIOLATIONS: dict[tuple[str, str, str], str] = {
-}
+KNOWN_VIOLATIONS: dict[tuple[str, str, str], str] = {}
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,24 @@ Votes (rank 3). Usage::
 
     python benchmarks/bayes_latent_class.py --draws 1000 --tune 1000 --chains 4
 
-``--compare`` prints instead, on one data set, one line per NUTS backend (and per
-setting given with ``--target-accept``), every line in the same run and started at the
-same point estimate: wall seconds (compilation included, the point estimate not), the
-smallest bulk ESS over all parameters after label alignment, ESS per second, the worst
-aligned r-hat, divergences and how many distinct rows the data have (a likelihood over
-weighted distinct patterns would only pay if there are far fewer than rows)::
+``--compare`` prints instead, on one data set, one line per NUTS backend, simplex
+transform (``sample(simplex_transform=...)``, ``--transforms``: ``pymc`` is PyMC's
+default ``simplex`` transform, the formulation before issue 13; ``pivot`` the
+log-ratios to each row's largest entry at the start) and ``--target-accept`` value,
+every line in the same run and started at the same point estimate: wall seconds
+(compilation included, the point estimate not), the smallest bulk ESS over all
+parameters after label alignment, ESS per second, the worst aligned r-hat, divergences,
+the mean leapfrog steps per draw, and how many distinct rows the data have (a
+likelihood over weighted distinct patterns would only pay if there are far fewer than
+rows)::
 
     python benchmarks/bayes_latent_class.py --compare --sets car --draws 500 --tune 500 \
         --chains 2 --samplers pymc nutpie numpyro
+
+The simulated case of issue 13 (S=2000, N=15, I=10, F=5, half missing)::
+
+    python benchmarks/bayes_latent_class.py --compare --sets simulated \
+        --sim-variables 15 --draws 500 --tune 500 --chains 2 --samplers pymc numpyro
 """
 
 from __future__ import annotations
@@ -90,6 +99,23 @@ def run(name, data, rank, args):
     )
 
 
+#: ``--compare``'s default lines: the formulation before issue 13 (PyMC's simplex
+#: transform) and ``sample()``'s default since then (the pivot transform), both at
+#: PyMC's target_accept 0.8.
+BEFORE_AFTER = [("pymc", 0.8), ("pivot", 0.8)]
+
+
+def variants(args):
+    """(simplex_transform, target_accept) pairs to run, before/after by default."""
+    if args.transforms is None and args.target_accept is None:
+        return BEFORE_AFTER
+    return [
+        (t, ta)
+        for t in args.transforms or ["pymc", "pivot"]
+        for ta in args.target_accept or [0.8]
+    ]
+
+
 def compare(name, data, rank, args):
     n_patterns = len(np.unique(np.asarray(data.codes), axis=0))
     print(f"\n### {name}: {data!r}, rank {rank}; {n_patterns} distinct rows")
@@ -100,16 +126,16 @@ def compare(name, data, rank, args):
         f"{args.chains} chains x ({args.tune} tune + {args.draws} draws), seed {args.seed}"
     )
     print(
-        "| backend | target_accept | wall s | min bulk ESS | ESS/s | max aligned r-hat "
-        "| divergences |"
+        "| backend | simplex_transform | target_accept | wall s | min bulk ESS | ESS/s "
+        "| max aligned r-hat | divergences | leapfrog steps/draw |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     model = latent_class_model(data, rank)
     for backend in args.samplers:
         if backend != "pymc" and importlib.util.find_spec(backend) is None:
-            print(f"| {backend} | - | not installed | | | | |")
+            print(f"| {backend} | - | - | not installed | | | | | |")
             continue
-        for ta in args.target_accept:
+        for transform, ta in variants(args):
             t0 = time.perf_counter()
             idata = sample(
                 model,
@@ -121,14 +147,18 @@ def compare(name, data, rank, args):
                 random_seed=args.seed,
                 progressbar=False,
                 log_likelihood=False,
+                simplex_transform=transform,
                 target_accept=ta,
             )
             wall = time.perf_counter() - t0
             summ = convergence_summary(idata)
             ess = summ["table"]["ess_bulk_min"].min()
+            stats = idata.sample_stats
+            steps = f"{float(stats['n_steps'].mean()):.1f}" if "n_steps" in stats else "-"
             print(
-                f"| {backend} | {ta} | {wall:.1f} | {ess:.0f} | {ess / wall:.2f} "
-                f"| {summ['table']['r_hat_max'].max():.4f} | {summ['divergences']} |",
+                f"| {backend} | {transform} | {ta} | {wall:.1f} | {ess:.0f} "
+                f"| {ess / wall:.2f} | {summ['table']['r_hat_max'].max():.4f} "
+                f"| {summ['divergences']} | {steps} |",
                 flush=True,
             )
 
@@ -147,7 +177,21 @@ def main():
     ap.add_argument(
         "--samplers", nargs="+", default=["pymc", "nutpie", "numpyro", "blackjax"]
     )
-    ap.add_argument("--target-accept", nargs="+", type=float, default=[0.8])
+    ap.add_argument(
+        "--target-accept",
+        nargs="+",
+        type=float,
+        default=None,
+        help="values to compare (default: see --transforms)",
+    )
+    ap.add_argument(
+        "--transforms",
+        nargs="+",
+        default=None,
+        help="sample(simplex_transform=...) values to compare; with neither this nor "
+        "--target-accept, the lines are 'pymc' (before) and 'pivot' (sample()'s "
+        "default), both at 0.8",
+    )
     ap.add_argument("--sim-variables", type=int, default=5)
     args = ap.parse_args()
     if args.compare:

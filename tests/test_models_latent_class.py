@@ -24,7 +24,8 @@ from bayespmf.models import (
     posterior_predict_proba,
     sample,
 )
-from bayespmf.models.latent_class import factor_var_name
+from bayespmf.models.latent_class import PivotLogRatio, factor_var_name
+from bayespmf.models.posterior import pivot_model
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +181,71 @@ def test_model_errors(small):
         sample(model, method="hmc")
     with pytest.raises(DataValidationError, match="'rank' is required"):
         sample(data)
+    with pytest.raises(DataValidationError, match="'simplex_transform'"):
+        sample(model, simplex_transform="stick")
+    with pytest.raises(DataValidationError, match="pivots in"):
+        PivotLogRatio([0, 3], 3)
+
+
+def test_pivot_logratio_inverse_and_jacobian(rng):
+    pivot = np.array([2, 0, 1])
+    t = PivotLogRatio(pivot, 3)
+    x = rng.dirichlet(np.ones(3), size=3)
+    y = t.forward(x).eval()
+    for r, p in enumerate(pivot):  # log-ratios to the pivot entry, in order
+        others = [k for k in range(3) if k != p]
+        np.testing.assert_allclose(y[r], np.log(x[r, others] / x[r, p]))
+    np.testing.assert_allclose(t.backward(y).eval(), x)
+    # log|det d x_free / d y| by finite differences, x_free = x without the pivot
+    lj = t.log_jac_det(y).eval()
+    eps = 1e-6
+    for r, p in enumerate(pivot):
+        others = [k for k in range(3) if k != p]
+        jac = np.empty((2, 2))
+        for j in range(2):
+            dy = np.zeros_like(y)
+            dy[r, j] = eps
+            hi, lo = t.backward(y + dy).eval(), t.backward(y - dy).eval()
+            jac[:, j] = (hi[r, others] - lo[r, others]) / (2 * eps)
+        np.testing.assert_allclose(lj[r], np.log(abs(np.linalg.det(jac))), rtol=1e-6)
+
+
+def test_pivot_model_has_the_same_posterior(small, rng):
+    """Same logp on the simplex (up to a constant): the log-ratio Jacobian is exact."""
+    from pymc.initial_point import make_initial_point_fn
+
+    data, truth = small
+    model = latent_class_model(data, 2)
+    pivoted = pivot_model(model, (truth.weights, truth.factors))
+    assert {str(v) for v in pivoted.free_RVs} == {str(v) for v in model.free_RVs}
+    assert pivoted.rvs_to_transforms[pivoted["A_x0"]].pivot.tolist() == list(
+        np.argmax(truth.factors[0], axis=0)
+    )
+
+    def random_point():
+        return (
+            rng.dirichlet(np.ones(2)),
+            [rng.dirichlet(np.ones(k), size=2).T for k in data.n_categories],
+        )
+
+    points = [initvals_from_params(model, random_point(), jitter=0.0)[0] for _ in "ab"]
+    logps = []
+    for m in (model, pivoted):
+        logp = m.compile_logp()
+        logps.append(
+            [
+                logp(
+                    make_initial_point_fn(model=m, overrides=p, return_transformed=True)(0)
+                )
+                for p in points
+            ]
+        )
+    (a0, a1), (b0, b1) = logps
+    # the two transforms' Jacobians differ by log K per simplex row, a constant
+    assert not np.isclose(a0, a1)
+    np.testing.assert_allclose(a0 - a1, b0 - b1, rtol=1e-10)
+    const = np.log(2) + sum(2 * np.log(k) for k in data.n_categories)
+    np.testing.assert_allclose(a0 - b0, const, rtol=1e-10)
 
 
 def fake_idata(truth, perms, noise=0.0, rng=None, data=None):

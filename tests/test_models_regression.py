@@ -271,3 +271,22 @@ def test_sampling_reproducible_and_default_init(sim):
     a = sample_regression(model, log_likelihood=False, **kwargs)
     b = sample_regression(model, log_likelihood=False, **kwargs)
     np.testing.assert_array_equal(a.posterior["coef"].values, b.posterior["coef"].values)
+
+
+def test_latent_class_model_with_covariates_is_the_regression_model():
+    import pandas as pd
+
+    from bayespmf.data import CategoricalData
+    from bayespmf.models import latent_class_model
+
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 2, size=(50, 3))
+    z = pd.DataFrame({"age": rng.normal(size=50)})
+    model = latent_class_model(codes, 2, covariates=z)
+    assert "coef" in model.named_vars and "weights" not in model.named_vars
+    assert list(model.coords["covariate"]) == ["(intercept)", "age"]
+    # a DataFrame of labels is read like CategoricalData.from_pandas
+    df = pd.DataFrame({"a": ["x", "y", None, "y"], "b": ["u", "u", "v", None]})
+    plain = latent_class_model(df, 2)
+    same = latent_class_model(CategoricalData.from_pandas(df), 2)
+    assert plain.coords == same.coords

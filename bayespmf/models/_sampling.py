@@ -22,6 +22,7 @@ Every NUTS implementation PyMC offers (``nuts_sampler="pymc"``, ``"nutpie"``,
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 import warnings
 
@@ -149,6 +150,11 @@ def run_sampler(
             if nuts_sampler == "pymc":
                 if initvals is not None:
                     sample_kwargs.setdefault("init", "adapt_diag")
+                if "jax" in sys.modules and sample_kwargs["cores"] > 1:
+                    # JAX's threads do not survive os.fork() (it warns of deadlocks):
+                    # once a JAX backend has run in this process, start PyMC's chain
+                    # processes fresh instead of forking this one
+                    sample_kwargs.setdefault("mp_ctx", "forkserver")
                 idata = pm.sample(
                     **common, compute_convergence_checks=False, **sample_kwargs
                 )

@@ -5,52 +5,31 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pymc.logprob.transforms import Transform
 
 from bayespmf._validation import DataValidationError, as_codes, check_float, check_int
 from bayespmf.data import CategoricalData
+from bayespmf.models._names import (  # re-exported: part of this module's API
+    DATA_NAME,
+    OBSERVED_NAME,
+    category_dim,
+    factor_var_name,
+)
 
 __all__ = [
     "DATA_NAME",
     "OBSERVED_NAME",
     "LatentClassRows",
+    "PivotLogRatio",
     "category_dim",
     "factor_var_name",
     "latent_class_model",
     "model_data",
 ]
-
-#: Name of the ``pm.Data`` container holding the rows' codes in
-#: :func:`latent_class_model` (dims ``("row", "variable")``; ``-1`` = missing).
-DATA_NAME = "rows"
-
-#: Name of the observed :class:`LatentClassRows` variable in :func:`latent_class_model`
-#: (and so of its ``log_likelihood`` and ``posterior_predictive`` entries).
-OBSERVED_NAME = "x"
-
-
-def factor_var_name(name: str) -> str:
-    """Name of the PyMC variable holding the factor of data variable ``name``.
-
-    Examples
-    --------
-    >>> factor_var_name("lug_boot")
-    'A_lug_boot'
-    """
-    return f"A_{name}"
-
-
-def category_dim(name: str) -> str:
-    """Name of the category dimension of data variable ``name``.
-
-    Examples
-    --------
-    >>> category_dim("lug_boot")
-    'lug_boot_category'
-    """
-    return f"{name}_category"
 
 
 def _n_categories_of(factors) -> list[int]:
@@ -170,7 +149,94 @@ class LatentClassRows:
         }
 
 
+class PivotLogRatio(Transform):
+    r"""Log-ratios to a chosen pivot entry: a simplex transform for NUTS near a mode.
+
+    Each simplex row :math:`x` (last axis, K entries) is mapped to the K - 1 numbers
+    :math:`y_j = \log x_j - \log x_p`, :math:`j \ne p`, where the pivot :math:`p` is
+    fixed per row (an additive log-ratio with a chosen reference); the inverse is a
+    softmax with a zero put at the pivot, and :math:`\log |J| = \sum_k \log x_k`
+    (PyMC's ``simplex`` transform has the same Jacobian up to the constant
+    :math:`\log K`, so both give the same posterior on the simplex).
+
+    Why: PyMC's default ``simplex`` transform subtracts the mean of *all* the logs
+    (:math:`\log x_j - \overline{\log x}`), so the broad posterior of the log of an
+    entry near zero (a conditional probability the data put at 0) leaks into every
+    coordinate of its row. NUTS with a diagonal mass matrix then faces strongly
+    correlated coordinates. With the pivot at the entry that is largest at the
+    starting point, the well-determined coordinates stay nearly independent. On UCI
+    Car at rank 4 (several conditional probabilities at 0 in the MLE) the condition
+    number of the diagonally scaled posterior covariance of the draws is 552 in
+    PyMC's coordinates and 11.5 in these; NUTS took 15 leapfrog steps per draw
+    instead of 59 at a similar ESS per draw (``benchmarks/bayes_latent_class.py
+    --compare``).
+
+    Parameters
+    ----------
+    pivot : array_like of int, shape = the simplex's batch shape
+        Index of the pivot entry of every row (a scalar for a single simplex).
+    n_entries : int
+        K, the size of the simplex (last axis).
+
+    Examples
+    --------
+    >>> t = PivotLogRatio([2, 0], 3)
+    >>> x = np.array([[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]])
+    >>> y = t.forward(x).eval()
+    >>> bool(np.allclose(y[0], np.log([0.2 / 0.5, 0.3 / 0.5])))
+    True
+    >>> bool(np.allclose(t.backward(y).eval(), x))
+    True
+    """
+
+    name = "pivot_logratio"
+    ndim_supp = 1
+
+    def __init__(self, pivot, n_entries: int):
+        pivot = np.asarray(pivot, dtype=np.int64)
+        n_entries = int(n_entries)
+        if n_entries < 2 or (pivot.size and (pivot.min() < 0 or pivot.max() >= n_entries)):
+            raise DataValidationError(
+                f"PivotLogRatio needs n_entries >= 2 and pivots in [0, n_entries); got "
+                f"n_entries={n_entries}, pivots {pivot.tolist()}."
+            )
+        self.pivot = pivot
+        # embed[..., j, k] = 1 where the j-th free coordinate is entry k (k != pivot)
+        others = np.array(
+            [[k for k in range(n_entries) if k != p] for p in pivot.ravel()]
+        ).reshape(*pivot.shape, n_entries - 1)
+        self._embed = (others[..., None] == np.arange(n_entries)).astype(
+            pytensor.config.floatX
+        )
+        self._at_pivot = (pivot[..., None] == np.arange(n_entries)).astype(
+            pytensor.config.floatX
+        )
+
+    def forward(self, value, *inputs):
+        """Simplex rows (..., K) to log-ratios to the pivot (..., K - 1)."""
+        log_x = pt.log(pt.as_tensor(value))
+        ref = pt.sum(log_x * self._at_pivot, axis=-1, keepdims=True)
+        return pt.sum(log_x[..., None, :] * self._embed, axis=-1) - ref
+
+    def _logits(self, value):
+        return pt.sum(pt.as_tensor(value)[..., :, None] * self._embed, axis=-2)
+
+    def backward(self, value, *inputs):
+        """Log-ratios (..., K - 1) to simplex rows: a softmax with 0 at the pivot."""
+        return pt.special.softmax(self._logits(value), axis=-1)
+
+    def log_jac_det(self, value, *inputs):
+        """``sum_k log x_k`` per row, the log-Jacobian of :meth:`backward`."""
+        return pt.sum(pt.special.log_softmax(self._logits(value), axis=-1), axis=-1)
+
+    def __str__(self):
+        """Return a string representation of the object."""
+        return f"PivotLogRatio(pivot={self.pivot.tolist()})"
+
+
 def _as_data(data, n_categories) -> CategoricalData:
+    if isinstance(data, pd.DataFrame):  # labelled columns, NaN/None missing
+        data = CategoricalData.from_pandas(data)
     if isinstance(data, CategoricalData):
         if n_categories is not None:
             as_codes(data, n_categories)  # raises on disagreement
@@ -187,6 +253,7 @@ def latent_class_model(
     weights_prior: float = 1.0,
     factor_prior: float = 1.0,
     coords: dict | None = None,
+    covariates=None,
 ) -> pm.Model:
     r"""PyMC model of a rank-F latent-class PMF with the class marginalized out.
 
@@ -216,8 +283,8 @@ def latent_class_model(
 
     Parameters
     ----------
-    data : CategoricalData or array_like of int (S, N)
-        ``-1`` marks missing entries.
+    data : CategoricalData, pandas.DataFrame or array_like of int (S, N)
+        ``-1`` (NaN/None in a DataFrame) marks missing entries.
     rank : int
         Number of classes F.
     n_categories : sequence of int, optional
@@ -227,6 +294,12 @@ def latent_class_model(
         every :math:`A_n` (1.0 = uniform on the simplex).
     coords : dict, optional
         Extra coordinates merged into the model's.
+    covariates : array_like or pandas.DataFrame (S, D), optional
+        Covariates on class membership: the model is then
+        :func:`bayespmf.models.latent_class_regression_model` (``Pr(H = f | z) =
+        softmax(z beta)_f`` with an intercept; ``weights_prior`` does not apply, the
+        coefficients get its ``coef_prior_sd``), sampled with
+        :func:`bayespmf.models.sample_regression`.
 
     Returns
     -------
@@ -255,6 +328,14 @@ def latent_class_model(
     >>> prior.prior_predictive["x"].shape
     (1, 3, 3, 2)
     """
+    if covariates is not None:
+        from bayespmf.models.regression import latent_class_regression_model
+
+        if isinstance(data, pd.DataFrame):
+            data = CategoricalData.from_pandas(data)
+        return latent_class_regression_model(
+            data, covariates, rank, factor_prior=factor_prior, n_categories=n_categories
+        )
     data = _as_data(data, n_categories)
     rank = check_int(rank, "rank", owner="latent_class_model", low=1)
     weights_prior = check_float(weights_prior, "weights_prior", low=0.0, low_open=True)

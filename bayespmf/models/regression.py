@@ -36,13 +36,13 @@ from bayespmf.data import CategoricalData
 from bayespmf.estimators.regression import INTERCEPT, LatentClassRegression
 from bayespmf.fit.covariates import check_covariates
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
-from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
-from bayespmf.models.latent_class import (
+from bayespmf.models._names import (
     DATA_NAME,
     OBSERVED_NAME,
     category_dim,
     factor_var_name,
 )
+from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
 
 __all__ = [
     "COEF_FULL_NAME",

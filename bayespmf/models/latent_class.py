@@ -19,6 +19,7 @@ from bayespmf.models._names import (  # re-exported: part of this module's API
     category_dim,
     factor_var_name,
 )
+from bayespmf.models._rows import class_summed_loglik, rows_signature, static_categories
 
 __all__ = [
     "DATA_NAME",
@@ -33,16 +34,7 @@ __all__ = [
 
 
 def _n_categories_of(factors) -> list[int]:
-    sizes = []
-    for n, a in enumerate(factors):
-        k = a.type.shape[-1] if a.type.ndim == 2 else None
-        if k is None:
-            raise DataValidationError(
-                f"factors[{n}] must be a (rank, I_n) tensor with a static number of "
-                f"categories I_n; got type {a.type}."
-            )
-        sizes.append(int(k))
-    return sizes
+    return static_categories(factors)
 
 
 def _rows_logp(value, weights, *factors):
@@ -56,14 +48,7 @@ def _rows_logp(value, weights, *factors):
     does) PyTensor folds ``O`` at compile time. Rows with a code outside
     ``[-1, I_n)`` have log-probability ``-inf``.
     """
-    n_cat = _n_categories_of(factors)
-    var_of_col = np.repeat(np.arange(len(n_cat)), n_cat)
-    code_of_col = np.concatenate([np.arange(k) for k in n_cat]).astype(value.dtype)
-    one_hot = pt.cast(pt.eq(value[..., var_of_col], code_of_col), pytensor.config.floatX)
-    log_a = pt.concatenate([pt.log(a).T for a in factors], axis=0)  # (sum I_n, F)
-    loglik = pt.logsumexp(pt.dot(one_hot, log_a) + pt.log(weights), axis=-1)
-    valid = pt.all((value >= -1) & (value < np.asarray(n_cat)), axis=-1)
-    return pt.switch(valid, loglik, -np.inf)
+    return class_summed_loglik(value, pt.log(weights), factors, _n_categories_of(factors))
 
 
 def _rows_dist(weights, *factors_and_size):
@@ -74,7 +59,7 @@ def _rows_dist(weights, *factors_and_size):
 
 
 def _signature(n_variables: int) -> str:
-    return "(f)," + ",".join(f"(f,i{n})" for n in range(n_variables)) + "->(n)"
+    return rows_signature(n_variables)
 
 
 class LatentClassRows:

@@ -22,7 +22,6 @@ import re
 import numpy as np
 import pandas as pd
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 
 from bayespmf._validation import (
@@ -42,6 +41,7 @@ from bayespmf.models._names import (
     category_dim,
     factor_var_name,
 )
+from bayespmf.models._rows import class_summed_loglik, rows_signature, static_categories
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
 
 __all__ = [
@@ -86,16 +86,7 @@ _OWNER = "latent_class_regression_model"
 
 
 def _static_categories(factors) -> list[int]:
-    sizes = []
-    for n, a in enumerate(factors):
-        k = a.type.shape[-1]
-        if k is None:
-            raise DataValidationError(
-                f"factors[{n}] must be a (rank, I_n) tensor with a static number of "
-                f"categories I_n; got type {a.type}."
-            )
-        sizes.append(int(k))
-    return sizes
+    return static_categories(factors, require_matrix=False)
 
 
 def _regression_rows_logp(value, logits, *factors):
@@ -108,16 +99,10 @@ def _regression_rows_logp(value, logits, *factors):
     ``log A_n``; a row with a code outside ``[-1, I_n)`` has log-probability ``-inf``.
     """
     n_cat = _static_categories(factors)
-    var_of_col = np.repeat(np.arange(len(n_cat)), n_cat)
-    code_of_col = np.concatenate([np.arange(k) for k in n_cat]).astype(value.dtype)
-    one_hot = pt.cast(pt.eq(value[..., var_of_col], code_of_col), pytensor.config.floatX)
     # the factors are not batched over rows: drop any leading broadcast dimensions
     factors = [a.reshape(a.shape[-2:]) if a.ndim > 2 else a for a in factors]
-    log_a = pt.concatenate([pt.log(a).T for a in factors], axis=0)  # (sum I_n, F)
     log_prior = logits - pt.logsumexp(logits, axis=-1, keepdims=True)
-    loglik = pt.logsumexp(pt.dot(one_hot, log_a) + log_prior, axis=-1)
-    valid = pt.all((value >= -1) & (value < np.asarray(n_cat)), axis=-1)
-    return pt.switch(valid, loglik, -np.inf)
+    return class_summed_loglik(value, log_prior, factors, n_cat)
 
 
 def _regression_rows_dist(logits, *factors_and_size):
@@ -128,7 +113,7 @@ def _regression_rows_dist(logits, *factors_and_size):
 
 
 def _signature(n_variables: int) -> str:
-    return "(f)," + ",".join(f"(f,i{n})" for n in range(n_variables)) + "->(n)"
+    return rows_signature(n_variables)
 
 
 class LatentClassRegressionRows:

@@ -290,3 +290,35 @@ def test_latent_class_model_with_covariates_is_the_regression_model():
     plain = latent_class_model(df, 2)
     same = latent_class_model(CategoricalData.from_pandas(df), 2)
     assert plain.coords == same.coords
+
+
+def test_regression_class_proba_averages_bayes_rule_over_draws():
+    import arviz as az
+
+    from bayespmf.fit.covariates import LatentClassRegressionParams, predict_class_proba
+    from bayespmf.models import regression_class_proba
+
+    rng = np.random.default_rng(4)
+    n_draws, rows = 6, rng.integers(-1, 3, size=(7, 2))
+    z = rng.normal(size=(7, 1))
+    coef = np.concatenate([np.zeros((n_draws, 2, 1)), rng.normal(size=(n_draws, 2, 2))], 2)
+    a0 = rng.dirichlet(np.ones(3), size=(n_draws, 3))  # (draw, class, category)
+    a1 = rng.dirichlet(np.ones(3), size=(n_draws, 3))
+    idata = az.from_dict(
+        posterior={"coef_full": coef[None], "A_u": a0[None], "A_v": a1[None]}
+    )
+    from bayespmf.data import CategoricalData
+
+    data = CategoricalData.from_codes(rows, [3, 3], names=["u", "v"])
+    got = regression_class_proba(idata, data, z)
+    # independently: the point-estimate Bayes rule at every draw, averaged
+    each = [
+        predict_class_proba(
+            rows, z, LatentClassRegressionParams(coef[k], [a0[k].T, a1[k].T])
+        )
+        for k in range(n_draws)
+    ]
+    np.testing.assert_allclose(got["mean"].values, np.mean(each, axis=0), rtol=1e-10)
+    np.testing.assert_allclose(got["sd"].values, np.std(each, axis=0), atol=1e-12)
+    with pytest.raises(ValueError, match="'covariates'"):
+        regression_class_proba(idata, data, np.c_[z, z])

@@ -17,6 +17,7 @@ from bayespmf.models.regression import (
     LatentClassRegressionRows,
     align_regression_labels,
     latent_class_regression_model,
+    regression_class_proba,
     regression_initvals,
     sample_regression,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "posterior_class_proba",
     "posterior_params",
     "posterior_predict_proba",
+    "regression_class_proba",
     "regression_initvals",
     "sample",
     "sample_regression",

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
+import xarray as xr
 
 from bayespmf._validation import (
     DataValidationError,
@@ -43,6 +44,7 @@ from bayespmf.models._names import (
 )
 from bayespmf.models._rows import class_summed_loglik, rows_signature, static_categories
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
+from bayespmf.pmf import one_hot_design
 
 __all__ = [
     "COEF_FULL_NAME",
@@ -51,6 +53,7 @@ __all__ = [
     "LatentClassRegressionRows",
     "align_regression_labels",
     "latent_class_regression_model",
+    "regression_class_proba",
     "regression_initvals",
     "sample_regression",
 ]
@@ -619,3 +622,109 @@ def sample_regression(
     if log_likelihood:
         pm.compute_log_likelihood(idata, model=model, progressbar=False)
     return idata
+
+
+# ------------------------------------------------------------------ class membership
+
+
+def regression_class_proba(
+    idata, data, covariates, *, fit_intercept: bool = True, hdi_prob: float = 0.94
+) -> xr.Dataset:
+    r"""Per-row class membership from a latent-class regression posterior, with HDIs.
+
+    For every draw :math:`(\beta, A)` and row :math:`s`, Bayes' rule with the row's own
+    covariate-driven prior,
+
+    .. math::
+
+        \Pr(h_s = f \mid x_s, z_s) \propto \operatorname{softmax}(z_s^\top\beta)_f
+        \prod_{n \in O_s} A_n(x_{sn}, f),
+
+    then the posterior mean, sd and highest-density interval over the draws (the
+    covariate counterpart of :func:`bayespmf.models.posterior_class_proba`). Class
+    labels are those of ``idata``: pass draws aligned by :func:`sample_regression`.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Posterior of :func:`latent_class_regression_model` (``coef_full`` and the
+        ``A_<name>`` factors).
+    data : CategoricalData, pandas.DataFrame or array_like of int (S, N)
+        The rows to classify (``-1``/NaN missing), variables in the model's order.
+    covariates : array_like or pandas.DataFrame (S, D)
+        Their covariates, columns as in the model (without the intercept column when
+        ``fit_intercept``).
+    fit_intercept : bool, default True
+        As in the model.
+    hdi_prob : float, default 0.94
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``(row, class)``: ``mean``, ``sd``, ``hdi_lower``, ``hdi_upper``.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> coef = np.array([[0.0, 0.0], [0.0, 2.0]])  # (covariate, class): z favours 1
+    >>> a = np.array([[0.5, 0.5], [0.5, 0.5]])  # (class, category): x says nothing
+    >>> idata = az.from_dict(posterior={"coef_full": np.tile(coef, (1, 4, 1, 1)),
+    ...                                 "A_v": np.tile(a, (1, 4, 1, 1))})
+    >>> data = CategoricalData.from_codes([[0], [1]], [2], names=["v"])
+    >>> p = regression_class_proba(idata, data, [[0.0], [1.0]])
+    >>> p["mean"].values.round(3)  # the prior alone: softmax(0, 0), softmax(0, 2)
+    array([[0.5  , 0.5  ],
+           [0.119, 0.881]])
+    """
+    import arviz as az
+    from scipy.special import log_softmax, logsumexp
+
+    if isinstance(data, pd.DataFrame):
+        data = CategoricalData.from_pandas(data)
+    if not isinstance(data, CategoricalData):
+        data = CategoricalData(*as_codes(data, name="data"))
+    post = idata.posterior
+    if COEF_FULL_NAME not in post:
+        raise ValueError(
+            "The 'idata' parameter of regression_class_proba must hold the posterior "
+            f"of latent_class_regression_model (no {COEF_FULL_NAME!r}); for a model "
+            "without covariates use bayespmf.models.posterior_class_proba."
+        )
+    names = data.names if data.names is not None else _item_names(post)
+    coef = post[COEF_FULL_NAME].values  # (chain, draw, D', F)
+    c, d, n_dim, f = coef.shape
+    z = check_covariates(
+        covariates,
+        data.n_samples,
+        fit_intercept=fit_intercept,
+        owner="regression_class_proba",
+        check_rank=False,
+    )
+    if z.shape[1] != n_dim:
+        raise ValueError(
+            f"The 'covariates' parameter of regression_class_proba gives {z.shape[1]} "
+            f"design columns but the posterior has {n_dim}: pass the model's covariates "
+            "(and its fit_intercept)."
+        )
+    with np.errstate(divide="ignore"):  # an exact zero is a possible (point) value
+        log_a = np.concatenate(
+            [np.log(np.swapaxes(post[factor_var_name(n)].values, -1, -2)) for n in names],
+            axis=2,
+        ).reshape(c * d, -1, f)  # (draws, sum I, F)
+    one_hot = one_hot_design(data.codes, data.n_categories).toarray()  # (S, sum I)
+    log_prior = log_softmax(np.einsum("sk,dkf->dsf", z, coef.reshape(c * d, n_dim, f)), 2)
+    lj = log_prior + np.matmul(one_hot, log_a)  # (draws, S, F)
+    probs = np.exp(lj - logsumexp(lj, axis=2, keepdims=True))
+    hdi = az.hdi(probs.reshape(c, d, data.n_samples, f), hdi_prob=hdi_prob)
+    class_coord = post["class"].values if "class" in post.coords else np.arange(f)
+    dims = ("row", "class")
+    return xr.Dataset(
+        {
+            "mean": (dims, probs.mean(0)),
+            "sd": (dims, probs.std(0)),
+            "hdi_lower": (dims, hdi[..., 0]),
+            "hdi_upper": (dims, hdi[..., 1]),
+        },
+        coords={"row": np.arange(data.n_samples), "class": class_coord},
+        attrs={"hdi_prob": hdi_prob},
+    )

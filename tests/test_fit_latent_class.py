@@ -173,4 +173,24 @@ def test_bad_sample_weight(trap, weight, match):
 
 def test_sample_weight_refused_by_unweighted_methods(trap):
     with pytest.raises(ValueError, match="'sample_weight' parameter of LatentClassPMF"):
-        LatentClassPMF(3, method="cnmf-spa").fit(trap, sample_weight=np.ones(300))
+        LatentClassPMF(3, method="juror").fit(trap, sample_weight=np.ones(300))
+
+
+@pytest.mark.parametrize("method", ["cnmf-spa", "cnmf-opt"])
+def test_weighted_marginal_methods_equal_expanded_rows(trap, method):
+    from bayespmf.marginals import pairwise_marginals
+
+    codes = np.asarray(trap.codes)
+    patterns, counts = np.unique(codes, axis=0, return_counts=True)
+    # weighted pairwise marginals: the same statistics as the expanded rows
+    weighted = pairwise_marginals(patterns, [2] * 6, sample_weight=counts, chunk_size=7)
+    expanded = pairwise_marginals(codes, [2] * 6)
+    np.testing.assert_allclose(weighted.joint, expanded.joint, rtol=1e-12)
+    np.testing.assert_allclose(weighted.counts, expanded.counts, rtol=1e-12)
+    kw = {"n_categories": [2] * 6}
+    a = LatentClassPMF(2, method=method, random_state=0).fit(codes, **kw)
+    b = LatentClassPMF(2, method=method, random_state=0)
+    b.fit(patterns, sample_weight=counts, **kw)
+    np.testing.assert_allclose(a.weights_, b.weights_, atol=1e-8)
+    for fa, fb in zip(a.factors_, b.factors_, strict=True):
+        np.testing.assert_allclose(fa, fb, atol=1e-8)

@@ -206,9 +206,11 @@ class LatentClassPMF(BaseEstimator):
             Alphabet sizes (taken from ``data`` when it is a CategoricalData).
         sample_weight : array_like, shape (S,), optional
             Weight of each row (frequencies of response patterns, survey weights);
-            EM-based methods only (``"auto"``, ``"em"``, ``"squarem"``,
-            ``"cnmf-spa-em"``, ``"cnmf-spa-squarem"``). A fit on unique patterns with
-            their counts as weights equals the fit on the expanded rows.
+            the EM-based methods (``"auto"``, ``"em"``, ``"squarem"``,
+            ``"cnmf-spa-em"``, ``"cnmf-spa-squarem"``: weighted rows) and
+            ``"cnmf-spa"``, ``"cnmf-opt"`` (weighted pairwise marginals). A fit on
+            unique patterns with their counts as weights equals the fit on the
+            expanded rows.
         callback : callable, optional
             ``callback(n_iter, state)`` after every EM iteration (``state`` is an
             :class:`~bayespmf.kernels.em.EMState`), e.g. to score intermediate

@@ -59,6 +59,7 @@ __all__ = [
     "DEFAULT_N_INIT",
     "MAX_ROUNDS",
     "EM_METHODS",
+    "WEIGHTED_METHODS",
     "INIT_FLOOR",
     "METHODS",
     "InMemorySource",
@@ -157,10 +158,13 @@ MAX_ROUNDS = 4
 COLLAPSE_MAX_SHARE = 0.8
 
 #: Methods whose estimate is the EM fixed point, run here (AD-EM runs its own EM):
-#: they accept sample_weight (a CNMF-SPA start, if any, uses unweighted pairwise
-#: marginals: it is only a start), and their max_iter warning is raised here (the
-#: other kernels warn themselves).
+#: their max_iter warning is raised here (the other kernels warn themselves).
 EM_METHODS = ("auto", "em", "squarem", "cnmf-spa-em", "cnmf-spa-squarem")
+
+#: Methods that take ``sample_weight``: the EM methods (weighted rows; their CNMF-SPA
+#: start uses weighted pairwise marginals) and CNMF-SPA / CNMF-OPT (weighted pairwise
+#: marginals, :func:`bayespmf.marginals.pairwise_marginals`).
+WEIGHTED_METHODS = (*EM_METHODS, "cnmf-spa", "cnmf-opt")
 
 #: Weight of the data's one-way frequencies in a row-seeded start (rows_start): the
 #: seed row's observed categories get 1 - ROW_SEED_SMOOTHING of the mass, so every
@@ -253,7 +257,9 @@ class InMemorySource:
         """Empirical pairwise marginals of all variable pairs."""
         from bayespmf.marginals import pairwise_marginals
 
-        return pairwise_marginals(self.codes, self.n_categories)
+        return pairwise_marginals(
+            self.codes, self.n_categories, sample_weight=self.row_weight
+        )
 
     def triple_marginals(self):
         """Empirical triple marginals of all variable triples."""
@@ -909,8 +915,9 @@ def fit_latent_class(
         methods; returning True stops the fit.
     sample_weight : array_like, shape (S,), optional
         A weight per row (frequencies of response patterns, survey weights): the
-        weighted likelihood ``sum_s w_s log Pr(x_s)`` is maximized. Methods in
-        ``EM_METHODS`` only; a CNMF-SPA start ignores the weights.
+        weighted likelihood ``sum_s w_s log Pr(x_s)`` is maximized (EM methods), or
+        the weighted pairwise marginals are factored (CNMF-SPA, CNMF-OPT, and the
+        CNMF-SPA start): methods in ``WEIGHTED_METHODS``.
     owner : str
         Name used in messages (the estimator passes its own).
 
@@ -945,11 +952,11 @@ def fit_latent_class(
     (True, True)
     """
     method = _check_method(method, owner)
-    if sample_weight is not None and method not in EM_METHODS:
+    if sample_weight is not None and method not in WEIGHTED_METHODS:
         raise ValueError(
-            f"The 'sample_weight' parameter of {owner} is supported by the EM-based "
-            f"methods {list(EM_METHODS)}; method={method!r} estimates from "
-            "unweighted statistics."
+            f"The 'sample_weight' parameter of {owner} is supported by the methods "
+            f"{list(WEIGHTED_METHODS)} (EM on weighted rows, CNMF on weighted pairwise "
+            f"marginals); method={method!r} estimates from unweighted statistics."
         )
     source = _as_source(data, n_categories, sample_weight, owner)
     n_cat = source.n_categories

@@ -78,9 +78,9 @@ class PairwiseMarginals:
         :math:`\Pr(x_j = a, x_k = b)` over the rows where both are observed (all
         zeros when there is no such row); block ``(j, j)`` is
         ``diag(Pr(x_j = a))`` over the rows where ``x_j`` is observed.
-    counts : ndarray of int64, shape (N, N)
-        ``counts[j, k]``: number of rows where ``x_j`` and ``x_k`` are both observed;
-        ``counts[j, j]``: number of rows where ``x_j`` is observed.
+    counts : ndarray of int64 (or float64 for weighted rows), shape (N, N)
+        ``counts[j, k]``: number (total weight) of rows where ``x_j`` and ``x_k`` are
+        both observed; ``counts[j, j]``: of rows where ``x_j`` is observed.
     n_samples : int
         Number of rows the statistics were computed from (all-missing rows included).
 
@@ -134,16 +134,22 @@ class PairwiseMarginals:
                 f"(sum of n_categories, twice). Got {joint.shape}."
             )
         counts = np.array(self.counts)
-        if counts.shape != (n_cat.size, n_cat.size) or counts.dtype.kind not in "iu":
+        ok_kind = counts.dtype.kind in "iu" or (
+            counts.dtype.kind == "f" and np.all(np.isfinite(counts)) and (counts >= 0).all()
+        )
+        if counts.shape != (n_cat.size, n_cat.size) or not ok_kind:
             raise DataValidationError(
-                f"The 'counts' of {owner} must be an int array of shape "
-                f"({n_cat.size}, {n_cat.size}). Got {counts.dtype} {counts.shape}."
+                f"The 'counts' of {owner} must be an array of shape ({n_cat.size}, "
+                f"{n_cat.size}) of row counts (int) or weight sums (float >= 0). Got "
+                f"{counts.dtype} {counts.shape}."
             )
         n_samples = check_int_arg(self.n_samples, "n_samples", owner=owner, low=0)
         object.__setattr__(self, "n_categories", n_cat)
         object.__setattr__(self, "offsets", readonly(offsets))
         object.__setattr__(self, "joint", readonly(joint))
-        object.__setattr__(self, "counts", readonly(counts.astype(np.int64)))
+        if counts.dtype.kind in "iu":
+            counts = counts.astype(np.int64)
+        object.__setattr__(self, "counts", readonly(counts))
         object.__setattr__(self, "n_samples", n_samples)
 
     def __repr__(self) -> str:
@@ -393,7 +399,9 @@ class PairwiseAccumulator:
         )
 
 
-def pairwise_marginals(data, n_categories=None, *, chunk_size=None) -> PairwiseMarginals:
+def pairwise_marginals(
+    data, n_categories=None, *, chunk_size=None, sample_weight=None
+) -> PairwiseMarginals:
     r"""Empirical pairwise marginals of partially observed categorical data.
 
     Parameters
@@ -405,6 +413,10 @@ def pairwise_marginals(data, n_categories=None, *, chunk_size=None) -> PairwiseM
     chunk_size : int, optional
         Pass the rows through a :class:`PairwiseAccumulator` in blocks of this many
         rows (same result; bounds the memory of the one-hot design).
+    sample_weight : array_like, shape (S,), optional
+        Weight of each row (frequencies or survey weights, finite and >= 0): every
+        count becomes a sum of weights, ``C = O^T W O``, and ``counts`` the weight of
+        the co-observed rows (floats). Integer weights equal repeating the rows.
 
     Returns
     -------
@@ -438,6 +450,25 @@ def pairwise_marginals(data, n_categories=None, *, chunk_size=None) -> PairwiseM
     """
     n_cat, chunks = codes_and_chunks(data, n_categories, chunk_size, "pairwise_marginals")
     acc = PairwiseAccumulator(n_cat)
+    if sample_weight is None:
+        for chunk in chunks:
+            acc._update_codes(chunk)
+        return acc.finalize()
+    n_rows = sum(c.shape[0] for c in chunks)
+    w = np.array(sample_weight, dtype=np.float64).ravel()
+    if w.shape != (n_rows,) or not np.all(np.isfinite(w)) or (w < 0).any():
+        raise DataValidationError(
+            "The 'sample_weight' parameter of pairwise_marginals must hold one finite "
+            f"weight >= 0 per row ({n_rows}); got shape {np.shape(sample_weight)}."
+        )
+    acc._cooc = np.zeros(acc._cooc.shape)  # sums of weights
+    start = 0
     for chunk in chunks:
-        acc._update_codes(chunk)
+        for b in range(0, chunk.shape[0], BLOCK_ROWS):
+            block = chunk[b : b + BLOCK_ROWS]
+            design = one_hot_design(block, n_cat, dtype=np.float64)
+            wb = w[start + b : start + b + block.shape[0]]
+            acc._cooc += (design.T.tocsr() @ design.multiply(wb[:, None]).tocsr()).toarray()
+        start += chunk.shape[0]
+    acc.n_samples = n_rows
     return acc.finalize()

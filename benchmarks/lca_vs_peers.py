@@ -34,7 +34,12 @@ from bayespmf.fit import bootstrap_lrt, fit_latent_class, standard_errors
 from bayespmf.fit.bootstrap_lrt import simulate_like, split_starts
 from bayespmf.fit.latent_class import LocalOptimumWarning
 from bayespmf.kernels.em import init_random
-from bayespmf.pmf import LatentClassParams, log_likelihood_rows, posterior_classes
+from bayespmf.pmf import (
+    LatentClassParams,
+    log_likelihood_rows,
+    posterior_classes,
+    stack_factors,
+)
 
 STEPMIX_N_INIT = 20
 NURSERY_ROWS = 3000
@@ -115,8 +120,7 @@ def peers_table(quick: bool) -> pd.DataFrame:
         k = n_parameters(data.n_categories, rank)
         ours_cls = np.argmax(posterior_classes(data, model.weights_, model.factors_), 1)
         sm_cls = np.argmax(posterior_classes(data, *sm_params), 1)
-        # TODO(covariates): once bayespmf/fit/covariates.py lands, add rows with
-        # covariates here (StepMix's structural "covariate" model against ours).
+        # covariate rows: the "covariates" section (covariates_table)
         rows.append(
             {
                 "case": name,
@@ -263,16 +267,70 @@ def se_table(quick: bool) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def covariates_table(quick: bool) -> pd.DataFrame:
+    """Simulated data with covariates: our LCA regression vs StepMix's one-step model.
+
+    The data, the StepMix call and the label matching are those of
+    ``benchmarks/lca_covariates.py`` (which prints every coefficient).
+    """
+    import lca_covariates as cov
+    from sklearn.metrics import adjusted_rand_score
+
+    from bayespmf.fit import fit_latent_class_regression
+    from bayespmf.fit.covariates import check_covariates, predict_class_proba
+    from bayespmf.kernels.covariates import covariate_loglik, prepare_covariate_data
+
+    rows = []
+    for seed in (0,) if quick else (0, 1):
+        x, z, h, true_factors = cov.simulate(2000, seed)
+        design = check_covariates(z, x.shape[0], fit_intercept=True, owner="benchmark")
+        data = prepare_covariate_data(x, [cov.N_CAT] * cov.N_ITEMS, design)
+        t0 = time.perf_counter()
+        fit = fit_latent_class_regression(x, z, cov.RANK, random_state=seed)
+        t_ours = time.perf_counter() - t0
+        b_ours, f_ours, _ = cov.align(fit.params.beta, fit.params.factors, true_factors)
+        lab_ours = predict_class_proba(x, z, fit.params).argmax(axis=1)
+        t0 = time.perf_counter()
+        b_sm, f_sm, lab_sm, _ = cov.fit_stepmix(x, z, seed)
+        t_sm = time.perf_counter() - t0
+        b_sm, f_sm, _ = cov.align(b_sm, f_sm, true_factors)
+        k = (cov.RANK - 1) * design.shape[1] + cov.RANK * cov.N_ITEMS * (cov.N_CAT - 1)
+        ll_ours = covariate_loglik(data, b_ours, stack_factors(f_ours))
+        ll_sm = covariate_loglik(data, b_sm, stack_factors(f_sm))
+        rows.append(
+            {
+                "case": f"sim with 2 covariates, seed {seed}",
+                "S": x.shape[0],
+                "F": cov.RANK,
+                "loglik bayespmf": ll_ours,
+                "loglik StepMix": ll_sm,
+                "BIC bayespmf": -2 * ll_ours + k * np.log(x.shape[0]),
+                "BIC StepMix": -2 * ll_sm + k * np.log(x.shape[0]),
+                "ARI (vs each other)": adjusted_rand_score(lab_ours, lab_sm),
+                "ARI bayespmf vs truth": adjusted_rand_score(h, lab_ours),
+                "ARI StepMix vs truth": adjusted_rand_score(h, lab_sm),
+                "max |beta diff|": float(np.abs(b_ours - b_sm).max()),
+                "max |beta - truth|": float(np.abs(b_ours - cov.BETA).max()),
+                "time bayespmf [s]": t_ours,
+                "time StepMix [s]": t_sm,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer cases and draws")
-    parser.add_argument("--only", choices=["peers", "blrt", "starts", "se"], default=None)
+    parser.add_argument(
+        "--only", choices=["peers", "covariates", "blrt", "starts", "se"], default=None
+    )
     args = parser.parse_args()
     pd.set_option("display.width", 200)
     pd.set_option("display.max_columns", 20)
     pd.set_option("display.float_format", lambda v: f"{v:.4g}")
     sections = {
         "peers": ("bayespmf vs StepMix (same log-likelihood function)", peers_table),
+        "covariates": ("With covariates: LCA regression vs StepMix", covariates_table),
         "blrt": ("Bootstrap LRT (bayespmf.fit.bootstrap_lrt)", blrt_table),
         "starts": ("BLRT starts: shortfall of bootstrap F+1 fits", starts_table),
         "se": ("Standard errors: information vs bootstrap", se_table),

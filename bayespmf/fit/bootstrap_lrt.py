@@ -34,11 +34,11 @@ from bayespmf.data import CategoricalData
 from bayespmf.fit.latent_class import (
     LocalOptimumWarning,
     check_sample_weight,
+    fit_from_starts,
     fit_latent_class,
     max_identifiable_rank,
-    rows_start,
+    random_starts,
 )
-from bayespmf.kernels.em import init_random
 from bayespmf.pmf import LatentClassParams
 
 __all__ = [
@@ -213,34 +213,6 @@ def split_starts(params: LatentClassParams, random_state=None) -> list[LatentCla
             factors.append(b)
         out.append(LatentClassParams(w / w.sum(), factors))
     return out
-
-
-def _random_starts(rows: CategoricalData, rank: int, n: int, rng) -> list:
-    """``n`` random starts alternating row seeds and uniform ones (as multistart does)."""
-    return [
-        rows_start(rows, rank, rng)
-        if k % 2 == 0
-        else init_random(rows.n_categories, rank, rng)
-        for k in range(n)
-    ]
-
-
-def _fit(codes, n_cat, rank, starts, weight, rng, owner, tol=None):
-    """The best of ``starts`` (fit_latent_class), warnings about the starts silenced."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit = fit_latent_class(
-            codes,
-            rank,
-            n_categories=n_cat,
-            init=[tuple(s) for s in starts],
-            random_state=rng,
-            sample_weight=weight,
-            tol=tol,
-            owner=owner,
-        )
-    unconverged = any(issubclass(c.category, ConvergenceWarning) for c in caught)
-    return fit, unconverged
 
 
 def _sequential_stop(k: int, b: int, n_max: int, alpha: float, risk: float) -> str | None:
@@ -428,8 +400,14 @@ def bootstrap_lrt(
         warnings.simplefilter("ignore", LocalOptimumWarning)
         null = fit_latent_class(codes, rank, n_init=n_init, random_state=rng, **fit_kw)
         alt = fit_latent_class(codes, rank + 1, n_init=n_init, random_state=rng, **fit_kw)
-    split, _ = _fit(
-        codes, n_cat, rank + 1, split_starts(null.params, rng), weight, rng, owner
+    split, _ = fit_from_starts(
+        codes,
+        n_cat,
+        rank + 1,
+        split_starts(null.params, rng),
+        sample_weight=weight,
+        random_state=rng,
+        owner=owner,
     )
     if split.loglik > alt.loglik:
         alt = split
@@ -444,15 +422,16 @@ def bootstrap_lrt(
             g = np.random.default_rng(seeds[b])
             sim = simulate_like(null.params, boot_mask, g)
             sim_rows = CategoricalData(sim, n_cat)
-            starts0 = [null.params, *_random_starts(sim_rows, rank, N_INIT_NULL - 1, g)]
-            f0, bad0 = _fit(sim, n_cat, rank, starts0, boot_weight, g, owner, BOOTSTRAP_TOL)
+            starts0 = [null.params, *random_starts(sim_rows, rank, N_INIT_NULL - 1, g)]
+            kw = {"sample_weight": boot_weight, "random_state": g, "owner": owner}
+            f0, bad0 = fit_from_starts(sim, n_cat, rank, starts0, tol=BOOTSTRAP_TOL, **kw)
             starts1 = [
                 *split_starts(f0.params, g),
                 alt.params,
-                *_random_starts(sim_rows, rank + 1, n_init_bootstrap, g),
+                *random_starts(sim_rows, rank + 1, n_init_bootstrap, g),
             ]
-            f1, bad1 = _fit(
-                sim, n_cat, rank + 1, starts1, boot_weight, g, owner, BOOTSTRAP_TOL
+            f1, bad1 = fit_from_starts(
+                sim, n_cat, rank + 1, starts1, tol=BOOTSTRAP_TOL, **kw
             )
             n_unconverged += bad0 + bad1
             logliks[b] = f0.loglik, f1.loglik

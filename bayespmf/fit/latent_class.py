@@ -70,6 +70,8 @@ __all__ = [
     "multistart",
     "optima_table",
     "check_sample_weight",
+    "fit_from_starts",
+    "random_starts",
     "rows_start",
 ]
 
@@ -1088,3 +1090,60 @@ def _warn_optima(result: LatentClassFit, n_init: int, owner: str) -> None:
             LocalOptimumWarning,
             stacklevel=3,
         )
+
+
+def random_starts(rows: CategoricalData, rank: int, n: int, random_state=None) -> list:
+    """``n`` random starts alternating row seeds (:func:`rows_start`) and uniform ones.
+
+    Examples
+    --------
+    >>> from bayespmf.datasets import make_latent_class
+    >>> data, _ = make_latent_class(100, [2, 3], rank=2, random_state=0)
+    >>> [p.weights.size for p in random_starts(data, 2, 3, random_state=0)]
+    [2, 2, 2]
+    """
+    rng = check_random_state(random_state)
+    return [
+        rows_start(rows, rank, rng)
+        if k % 2 == 0
+        else init_random(rows.n_categories, rank, rng)
+        for k in range(n)
+    ]
+
+
+def fit_from_starts(
+    codes,
+    n_categories,
+    rank,
+    starts,
+    *,
+    sample_weight=None,
+    random_state=None,
+    tol=None,
+    owner="fit_latent_class",
+):
+    """The best of the given ``starts`` (``fit_latent_class(init=starts)``), quietly.
+
+    For refits inside resampling loops (bootstrap LRT, bootstrap standard errors):
+    warnings about the starts are not shown; the second value says whether the best
+    refit stopped at ``max_iter``.
+
+    Returns
+    -------
+    fit : LatentClassFit
+    unconverged : bool
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = fit_latent_class(
+            codes,
+            rank,
+            n_categories=n_categories,
+            init=[tuple(s) for s in starts],
+            random_state=random_state,
+            sample_weight=sample_weight,
+            tol=tol,
+            owner=owner,
+        )
+    unconverged = any(issubclass(c.category, ConvergenceWarning) for c in caught)
+    return fit, unconverged

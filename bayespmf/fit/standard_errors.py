@@ -43,10 +43,9 @@ from bayespmf._validation import (
 from bayespmf.data import CategoricalData
 from bayespmf.fit.latent_class import (
     check_sample_weight,
-    fit_latent_class,
-    rows_start,
+    fit_from_starts,
+    random_starts,
 )
-from bayespmf.kernels.em import init_random
 from bayespmf.pmf import (
     LatentClassParams,
     check_params,
@@ -460,25 +459,17 @@ def _bootstrap(codes, n_cat, weight, params, n_bootstrap, n_init, rng, progressb
             # Survey weights travel with their rows: a drawn row keeps its weight
             # relative to the others (for unit weights this is plain resampling).
             w = counts * (weight / weight.mean())
-            starts = [params]
-            for k in range(n_init - 1):
-                starts.append(
-                    rows_start(rows, rank, rng)
-                    if k % 2 == 0
-                    else init_random(n_cat, rank, rng)
-                )
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                fit = fit_latent_class(
-                    data,
-                    rank,
-                    n_categories=n_cat,
-                    init=[tuple(s) for s in starts],
-                    random_state=rng,
-                    sample_weight=w,
-                    owner="standard_errors",
-                )
-            n_warn += any(issubclass(c.category, ConvergenceWarning) for c in caught)
+            starts = [params, *random_starts(rows, rank, n_init - 1, rng)]
+            fit, unconverged = fit_from_starts(
+                data,
+                n_cat,
+                rank,
+                starts,
+                sample_weight=w,
+                random_state=rng,
+                owner="standard_errors",
+            )
+            n_warn += unconverged
             draws[b] = _theta_of(align_to(fit.params, params))
             bar.update()
     return draws, n_warn

@@ -287,8 +287,8 @@ class LatentClassRegression(BaseEstimator):
 
         Only what the fit function cannot check is checked here (the DataFrame's
         columns and index); values, shape and rank are checked by
-        :func:`bayespmf.fit.covariates.check_covariates` at fit time and by
-        :func:`~bayespmf.fit.covariates.check_covariates` afterwards.
+        :func:`bayespmf.fit.covariates.check_covariates` (at prediction time without
+        the rank check).
         """
         if covariates is None:
             raise ValueError(
@@ -326,10 +326,13 @@ class LatentClassRegression(BaseEstimator):
                 "first, e.g. with pandas.get_dummies(..., drop_first=True)."
             ) from err
 
-    def _new_design(self, X, covariates, n_rows: int) -> np.ndarray:
-        """Checked design of ``n_rows`` new rows (no rank check: one row is fine)."""
+    def _new_design(self, X, covariates, n_rows: int | None) -> np.ndarray:
+        """Checked design of ``n_rows`` new rows (None: any number; no rank check)."""
+        values = self._covariate_values(X, covariates, fitted=True)
+        if n_rows is None:
+            n_rows = np.shape(np.atleast_1d(values))[0]
         design = check_covariates(
-            self._covariate_values(X, covariates, fitted=True),
+            values,
             n_rows,
             fit_intercept=self.fit_intercept,
             owner=_OWNER,
@@ -413,9 +416,7 @@ class LatentClassRegression(BaseEstimator):
         Shape (S, F); a DataFrame indexed like a DataFrame ``covariates``.
         """
         self._check_fitted()
-        values = self._covariate_values(None, covariates, fitted=True)
-        n_rows = np.shape(np.atleast_1d(values))[0]
-        p = softmax(self._new_design(None, covariates, n_rows) @ self.coef_, axis=1)
+        p = softmax(self._new_design(None, covariates, None) @ self.coef_, axis=1)
         index = self._index(None, covariates)
         if index is None:
             return p

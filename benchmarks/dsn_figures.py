@@ -21,8 +21,8 @@ and of alpha-hat for the default VLAD, the previous default (``noise_bias="simex
 Alg. 1 as published (``noise_bias="none", whiten="data"``) and a re-implementation of
 what the authors' public code does (:func:`reference_vlad`; the code itself cannot be
 installed here), with the numbers quoted in the issue printed beside them; then the
-wall time of GDM's k-means before (one OpenMP thread) and after (restarts in
-parallel threads).
+wall time of GDM.fit against the reference code's k-means (scikit-learn's own OpenMP
+threads) and against GDM with the previous per-restart k-means (:func:`gdm_times`).
 """
 
 from __future__ import annotations
@@ -219,12 +219,33 @@ def small_n_case(label, kernel, n, D, K, alpha, seeds, issue=None, **kw):
 
 
 def gdm_times(seeds):
-    """GDM's k-means before (one OpenMP thread), as the reference code runs it
-    (scikit-learn's OpenMP threads), and after (restarts in parallel threads)."""
+    """GDM.fit against the k-means of the reference code (scikit-learn's
+    ``KMeans(n_init=8)`` with its own OpenMP threads) on the same data in the same run,
+    and against GDM with the previous k-means (one scikit-learn ``KMeans(n_init=1)``
+    per restart, restarts in parallel threads): wall times, the ratio GDM.fit /
+    reference, and the minimum-matching distance of GDM's vertices to the truth and to
+    the vertices with the previous k-means (0 up to rounding: the same clustering)."""
+    import os
+
     from sklearn.cluster import KMeans
-    from threadpoolctl import threadpool_limits
+
+    from bayespmf.kernels import kmeans as kmeans_module
+
+    def previous_gdm(X, kernel, seed):
+        # every restart one scikit-learn KMeans run, as kmeans() did before batching
+        saved = kmeans_module.BATCHED_MIN_FEATURES
+        kmeans_module.BATCHED_MIN_FEATURES = np.inf
+        try:
+            return GDM(10, kernel, random_state=seed).fit(X)
+        finally:
+            kmeans_module.BATCHED_MIN_FEATURES = saved
 
     print("\n-- GDM wall time, same data, same run (K = 10, alpha = 2, 8 restarts) --")
+    print(
+        "load average (1, 5, 15 min) at start: {:.2f} {:.2f} {:.2f}".format(
+            *os.getloadavg()
+        )
+    )
     cases = (
         ("gaussian", 20_000, 500, {"sigma": 1.0}),
         ("multinomial", 5000, 2000, {"words_per_doc": 3000}),
@@ -232,43 +253,42 @@ def gdm_times(seeds):
     for kernel, n, D, kw in cases:
         ratios = []
         for seed in seeds:
-            X, _ = make_simplex_nest(
+            X, truth = make_simplex_nest(
                 n, D, 10, alpha=2.0, kernel=kernel, random_state=seed, **kw
             )
             Y, _ = preprocess(X, kernel)
-
-            def before(Y=Y, seed=seed):
-                # the previous kmeans(): KMeans(n_init=8) limited to one OpenMP thread
-                with threadpool_limits(limits=1, user_api="openmp"):
-                    KMeans(10, n_init=8, random_state=seed).fit(Y)
 
             def reference(Y=Y, seed=seed):
                 # what the DSN authors' GDM calls: KMeans with scikit-learn's own OpenMP
                 # threads (all cores); their geometric extension step is negligible
                 KMeans(10, n_init=8, random_state=seed).fit(Y)
 
-            def after(X=X, kernel=kernel, seed=seed):
-                GDM(10, kernel, random_state=seed).fit(X)
-
             c0 = time.process_time()
-            _, t_before = timed(before)
-            c1 = time.process_time()
             _, t_ref = timed(reference)
+            c1 = time.process_time()
+            gdm, t_gdm = timed(
+                lambda X=X, k=kernel, s=seed: GDM(10, k, random_state=s).fit(X)
+            )
             c2 = time.process_time()
-            _, t_after = timed(after)
-            c3 = time.process_time()
-            ratios.append(t_after / t_ref)
+            prev, t_prev = timed(lambda X=X, k=kernel, s=seed: previous_gdm(X, k, s))
+            ratios.append(t_gdm / t_ref)
+            err = min_matching_distance(gdm.vertices_, truth.vertices)
+            moved = min_matching_distance(gdm.vertices_, prev.vertices_)
             print(
-                f"{kernel:12s} n={n:6d} D={D:5d} seed {seed}: before {t_before:6.2f}s "
-                f"(cpu {c1 - c0:6.2f}s) | reference-style KMeans {t_ref:6.2f}s (cpu "
-                f"{c2 - c1:6.2f}s) | after GDM.fit {t_after:6.2f}s (cpu {c3 - c2:6.2f}s)"
-                f" | after / reference {t_after / t_ref:4.2f}",
+                f"{kernel:12s} n={n:6d} D={D:5d} seed {seed}: reference KMeans "
+                f"{t_ref:6.2f}s (cpu {c1 - c0:5.2f}s) | GDM.fit {t_gdm:6.2f}s (cpu "
+                f"{c2 - c1:5.2f}s) | GDM.fit / reference {t_gdm / t_ref:4.2f} | "
+                f"previous k-means: GDM.fit {t_prev:6.2f}s | mmd(GDM, truth) {err:.4f}"
+                f" | mmd(GDM, previous GDM) {moved:.1e}",
                 flush=True,
             )
         print(
             f"{kernel:12s} GDM.fit / reference-style k-means over seeds {list(seeds)}: "
             f"mean {np.mean(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})"
         )
+    print(
+        "load average (1, 5, 15 min) at end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    )
 
 
 def small_n(seeds):

@@ -10,6 +10,7 @@ from bayespmf.kernels.em import (
     COUNT_FLOOR,
     EMState,
     EStepStats,
+    NumbaEMKernel,
     build_em_kernel,
     em_step_numpy,
     init_random,
@@ -308,3 +309,30 @@ def test_error_paths(small, kernel):
         kernel.step(np.ones(2) / 2, stack_factors(start.factors))
     with pytest.raises(ValueError, match="'tol' parameter of fit_em"):
         fit_em(codes, RANK, tol=-1.0)
+
+
+def test_estep_blocks_threaded_split_equals_one_pass(monkeypatch):
+    # many starts are cut into one group per thread; every number must be the one of
+    # a single pass (same operations in the same order for each start)
+    from bayespmf.kernels import em_numba
+
+    rng = np.random.default_rng(3)
+    n_cat, rank, n_start = [3, 4, 2, 5], 3, 40
+    codes = np.stack([rng.integers(-1, k, size=200) for k in n_cat], axis=1)
+    kernel = NumbaEMKernel(codes, n_cat, rank)
+    w = rng.dirichlet(np.ones(rank), size=n_start)
+    a = np.concatenate(
+        [rng.dirichlet(np.ones(k), size=(n_start, rank)).transpose(2, 0, 1) for k in n_cat]
+    )
+    monkeypatch.setattr(em_numba, "n_cpus", lambda: 1)
+    one = kernel.step(w, a)
+    monkeypatch.setattr(em_numba, "n_cpus", lambda: 3)
+    monkeypatch.setattr(em_numba, "MIN_BLOCKS_PER_THREAD", 4)
+    split = kernel.step(w, a)
+    for x, y in zip(one, split, strict=True):
+        np.testing.assert_array_equal(x, y)
+    # and each start alone gives its own numbers
+    w5, a5, ll5 = kernel.step(w[5], a[:, 5])
+    np.testing.assert_allclose(split[0][5], w5, rtol=1e-13)
+    np.testing.assert_allclose(split[1][:, 5], a5, rtol=1e-13)
+    np.testing.assert_allclose(split[2][5], ll5, rtol=1e-13)

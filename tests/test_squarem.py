@@ -156,3 +156,18 @@ def test_squarem_pmf_steps_stay_on_simplex_and_monotone():
     assert min(alphas) < -1.0  # extrapolation actually happened
     ref = log_likelihood_rows(codes, w, split_factors(a, n_cat)).sum()
     assert ref >= lls[-1] - 1e-9 * abs(lls[-1])
+
+
+def test_project_blocks_equals_projecting_each_block():
+    import itertools
+
+    from bayespmf.kernels.simplex import project_blocks, project_simplex
+
+    rng = np.random.default_rng(0)
+    offsets = np.array([0, 5, 10, 13, 18, 20, 27])  # sizes 5, 5, 3, 5, 2, 7
+    x = rng.normal(size=(27, 30, 4))
+    each = np.concatenate(
+        [project_simplex(x[lo:hi], axis=0) for lo, hi in itertools.pairwise(offsets)]
+    )
+    np.testing.assert_array_equal(project_blocks(x, offsets), each)
+    assert np.all(project_blocks(x, offsets) >= 0)

@@ -10,7 +10,11 @@ exact zero in a factor it needs, e.g. after a projection onto the simplex) makes
 start's log-likelihood ``-inf`` and adds nothing to its counts.
 
 One pass over the rows serves every start and nothing of size ``S x K x F`` is
-stored. The loop is compiled by numba (a dependency of PyTensor) once per machine and
+stored. With many starts (at least ``2 * MIN_BLOCKS_PER_THREAD``) the starts are cut
+into one group per CPU (:func:`bayespmf._runtime.n_cpus`), and the groups run in
+threads (the loop releases the GIL): every start's numbers are computed by the same
+operations in the same order as in one pass, so the result does not depend on the
+threads. The loop is compiled by numba (a dependency of PyTensor) once per machine and
 cached on disk (``cache=True``): about a second in an empty cache, against tens of
 seconds for PyTensor's C modules there.
 """
@@ -18,11 +22,30 @@ seconds for PyTensor's C modules there.
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 
 import numba
 import numpy as np
 
-__all__ = ["estep_blocks"]
+from bayespmf._runtime import n_cpus
+
+__all__ = ["MIN_BLOCKS_PER_THREAD", "estep_blocks"]
+
+#: The starts of one E-step are split between threads when every thread gets at
+#: least this many (the multi-start exploration runs 300; a single fit runs 1).
+MIN_BLOCKS_PER_THREAD = 16
+
+
+@cache
+def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
+    """One pool of threads per process, made on first use and reused by every E-step.
+
+    Keyed by the process id: a process forked from one that made a pool inherits the
+    pool object but not its threads, so it makes its own.
+    """
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bayespmf-estep")
 
 
 @numba.njit(cache=True, nogil=True)
@@ -104,18 +127,29 @@ def estep_blocks(log_w, log_a, indptr, indices, row_weight, n_blocks: int):
     (array([0.929, 1.071]), array([-1.3963]))
     """
     log_a = np.ascontiguousarray(log_a, dtype=np.float64)
+    log_w = np.ascontiguousarray(log_w, dtype=np.float64)
+    row_weight = np.ascontiguousarray(row_weight, dtype=np.float64)
+    n_blocks = int(n_blocks)
     counts = np.zeros_like(log_a)
     totals = np.zeros(log_a.shape[1])
-    loglik = np.zeros(int(n_blocks))
-    _estep_blocks(
-        np.ascontiguousarray(log_w, dtype=np.float64),
-        log_a,
-        indptr,
-        indices,
-        np.ascontiguousarray(row_weight, dtype=np.float64),
-        int(n_blocks),
-        counts,
-        totals,
-        loglik,
-    )
+    loglik = np.zeros(n_blocks)
+    workers = min(n_cpus(), n_blocks // MIN_BLOCKS_PER_THREAD)
+    if workers < 2:
+        _estep_blocks(
+            log_w, log_a, indptr, indices, row_weight, n_blocks, counts, totals, loglik
+        )
+        return counts, totals, loglik
+    rank = log_a.shape[1] // n_blocks
+    cuts = np.linspace(0, n_blocks, workers + 1).astype(int)
+
+    def group(g):
+        lo, hi = cuts[g] * rank, cuts[g + 1] * rank
+        part = np.ascontiguousarray(log_a[:, lo:hi])
+        c = np.zeros_like(part)
+        t = np.zeros(hi - lo)
+        ll = np.zeros(cuts[g + 1] - cuts[g])
+        _estep_blocks(log_w[lo:hi], part, indptr, indices, row_weight, ll.size, c, t, ll)
+        counts[:, lo:hi], totals[lo:hi], loglik[cuts[g] : cuts[g + 1]] = c, t, ll
+
+    list(_pool(workers, os.getpid()).map(group, range(workers)))
     return counts, totals, loglik

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 
-__all__ = ["project_simplex", "project_simplex_pt"]
+__all__ = ["project_blocks", "project_simplex", "project_simplex_pt"]
 
 
 def project_simplex(x, axis: int = 0) -> np.ndarray:
@@ -40,6 +40,43 @@ def project_simplex(x, axis: int = 0) -> np.ndarray:
     rho = n - 1 - np.argmax(cond[..., ::-1], axis=-1)  # last index where cond holds
     theta = np.take_along_axis(css, rho[..., None], axis=-1) / (rho[..., None] + 1)
     return np.moveaxis(np.maximum(x - theta, 0.0), -1, axis)
+
+
+def project_blocks(x, offsets) -> np.ndarray:
+    """Project every block of rows ``x[offsets[n]:offsets[n + 1]]`` column by column.
+
+    The same as projecting each block with ``project_simplex(block, axis=0)`` and
+    stacking the results, number for number, but the blocks of equal size are
+    projected in one call (a latent-class model's variables often share their number
+    of categories, so one call serves many of them).
+
+    Parameters
+    ----------
+    x : array_like, shape (offsets[-1], ...)
+    offsets : array_like of int
+        Block boundaries, starting at 0 (e.g. :func:`bayespmf.pmf.offsets_of`).
+
+    Returns
+    -------
+    ndarray
+        Same shape as ``x``; every column of every block is on the simplex.
+
+    Examples
+    --------
+    >>> x = np.array([[0.5], [0.8], [-0.2], [2.0], [0.0]])
+    >>> project_blocks(x, [0, 3, 5]).ravel()
+    array([0.35, 0.65, 0.  , 1.  , 0.  ])
+    """
+    x = np.asarray(x, dtype=float)
+    offsets = np.asarray(offsets)
+    sizes = np.diff(offsets)
+    out = np.empty_like(x)
+    for size in np.unique(sizes):
+        starts = offsets[:-1][sizes == size]
+        rows = (starts[:, None] + np.arange(size)).ravel()
+        block = x[rows].reshape(starts.size, size, *x.shape[1:])
+        out[rows] = project_simplex(block, axis=1).reshape(rows.size, *x.shape[1:])
+    return out
 
 
 def project_simplex_pt(x, axis: int = 0):

@@ -29,12 +29,11 @@ References
 
 from __future__ import annotations
 
-import itertools
 from typing import NamedTuple
 
 import numpy as np
 
-from bayespmf.kernels.simplex import project_simplex
+from bayespmf.kernels.simplex import project_blocks, project_simplex
 from bayespmf.pmf import offsets_of
 
 __all__ = [
@@ -339,9 +338,7 @@ def _to_simplex(theta, shape, offsets, *, project: bool):
     w, a = _unpack(theta, shape)
     if project:
         w = project_simplex(w)
-        a = np.concatenate(
-            [project_simplex(a[lo:hi], axis=0) for lo, hi in itertools.pairwise(offsets)]
-        )
+        a = project_blocks(a, offsets)
     else:
         w = np.maximum(w, 0.0)
         a = np.maximum(a, 0.0)
@@ -512,9 +509,7 @@ def batched_squarem_pmf_step(em_step, weights, factors, n_categories):
     n_fac = a0.shape[0] * a0.shape[2]
     a = theta[:, :n_fac].reshape(n_start, a0.shape[0], a0.shape[2]).transpose(1, 0, 2)
     w = project_simplex(theta[:, n_fac:], axis=1)
-    a = np.concatenate(
-        [project_simplex(a[lo:hi], axis=0) for lo, hi in itertools.pairwise(offsets)]
-    )
+    a = project_blocks(a, offsets)
     w3, a3, ll = em_step(w, a)
     n_evals = 3
     bad = ~(ll >= ll0)

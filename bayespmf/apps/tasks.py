@@ -51,6 +51,8 @@ __all__ = [
     "CLASSIFY_METHODS",
     "DEFAULT_RANKS",
     "ITER_CHECKPOINTS",
+    "POSTERIOR_COMBINE",
+    "POSTERIOR_DEFAULTS",
     "RATING_METHODS",
     "classify",
     "predict_ratings",
@@ -81,6 +83,8 @@ BMF_GRID = {"rank": [2, 5, 10], "reg": [1.0, 3.0, 10.0, 30.0]}
 BMF_EPOCHS = 30
 
 #: Posterior-predictive defaults: small, so a trial takes about a minute on 2 cores.
+#: ``ranks``, ``combine``, ``factor_prior``, ``weights_prior`` and ``label`` are
+#: explained in :func:`classify` (``posterior``) and :data:`POSTERIOR_COMBINE`.
 POSTERIOR_DEFAULTS = {
     "method": "nuts",
     "draws": 300,
@@ -89,7 +93,41 @@ POSTERIOR_DEFAULTS = {
     "cores": None,  # None: one process per chain, up to the CPUs available
     "n_trials": None,  # None: every trial
     "rank_from": "cnmf-spa-em",
+    "ranks": None,  # None: only the rank rank_from chose on the validation part
+    "combine": ("chosen",),
+    "factor_prior": 1.0,
+    "weights_prior": 1.0,
+    "label": "",
 }
+
+#: How the posterior rows of one ``posterior`` configuration predict; each name in its
+#: ``combine`` option gives one row, all from the same draws:
+#:
+#: * ``"chosen"``: the posterior at the rank ``rank_from`` chose on the validation
+#:   part, ``Pr(y | x)`` averaged over the draws (row ``"<method>-posterior"``);
+#: * ``"plugin"``: the same posterior, its mean PMF (aligned draws) plugged into
+#:   Bayes' rule, for comparison with the draw average;
+#: * ``"val-best"``: the sampled rank whose draw-averaged prediction scores best on
+#:   the validation part (accuracy, or RMSE of the conditional mean);
+#: * ``"stacking"``, ``"pseudo-BMA"``, ``"BB-pseudo-BMA"``: the mixture of the
+#:   posteriors at every sampled rank with ``az.compare``'s weights from PSIS-LOO of
+#:   the training rows' log-likelihood
+#:   (:func:`bayespmf.models.averaging.rank_weights`);
+#: * ``"val-stacking"``: the same mixture with the stacking weights of the
+#:   validation part's log predictive density of the predicted entries
+#:   (:func:`bayespmf.models.averaging.stacking_weights`).
+POSTERIOR_COMBINE = (
+    "chosen",
+    "plugin",
+    "val-best",
+    "stacking",
+    "pseudo-BMA",
+    "BB-pseudo-BMA",
+    "val-stacking",
+)
+
+#: The ``combine`` options that weight the ranks by PSIS-LOO (``az.compare``).
+_LOO_COMBINE = ("stacking", "pseudo-BMA", "BB-pseudo-BMA")
 
 
 # --------------------------------------------------------------------- inputs
@@ -176,17 +214,49 @@ def _check_ranks(ranks):
     return sorted({check_int(r, "ranks", low=1) for r in ranks})
 
 
-def _posterior_options(posterior) -> dict | None:
+def _posterior_options(posterior) -> list[dict]:
+    """The posterior configurations (a list, empty for none), checked and completed."""
     if posterior is False or posterior is None:
-        return None
+        return []
     if posterior is True:
-        return dict(POSTERIOR_DEFAULTS)
-    if not isinstance(posterior, dict):
+        posterior = [{}]
+    elif isinstance(posterior, dict):
+        posterior = [posterior]
+    if not isinstance(posterior, list | tuple) or not all(
+        isinstance(p, dict) for p in posterior
+    ):
         raise DataValidationError(
-            f"'posterior' must be False, True or a dict of options; got {posterior!r}."
+            "'posterior' must be False, True or a dict of options (or a list of such "
+            f"dicts); got {posterior!r}."
         )
-    _check_names(list(posterior), POSTERIOR_DEFAULTS, "posterior option")
-    return POSTERIOR_DEFAULTS | posterior
+    out, names = [], set()
+    for p in posterior:
+        _check_names(list(p), POSTERIOR_DEFAULTS, "posterior option")
+        opts = POSTERIOR_DEFAULTS | p
+        combine = opts["combine"]
+        combine = [combine] if isinstance(combine, str) else list(combine)
+        opts["combine"] = tuple(_check_names(combine, POSTERIOR_COMBINE, "combine"))
+        if not opts["combine"]:
+            raise DataValidationError("'combine' must name at least one row.")
+        if opts["ranks"] is not None:
+            opts["ranks"] = tuple(_check_ranks(opts["ranks"]))
+        for row in opts["combine"]:
+            name = _posterior_row_name(opts, row)
+            if name in names:
+                raise DataValidationError(
+                    f"Two posterior configurations give the row {name!r}; tell them "
+                    "apart with the 'label' option."
+                )
+            names.add(name)
+        out.append(opts)
+    return out
+
+
+def _posterior_row_name(opts, combine) -> str:
+    base = f"{opts['method']}-posterior"
+    if opts["label"]:
+        base += f" {opts['label']}"
+    return base if combine == "chosen" else f"{base} ({combine})"
 
 
 def _trial_seeds(random_state, n_trials):
@@ -221,6 +291,13 @@ class _ClassifySplit:
 
     def evaluate_pred(self, pred, part):
         return {"accuracy": float(np.mean(pred == self.parts[part][1]))}
+
+    def log_score(self, proba_fn, part):
+        """Log predictive probability of each row's target, (n,)."""
+        x, y = self.parts[part]
+        p = proba_fn(x, self.j)
+        with np.errstate(divide="ignore"):
+            return np.log(p[np.arange(y.size), y])
 
     @staticmethod
     def score(metrics):
@@ -273,6 +350,18 @@ class _RatingSplit:
         out = self.evaluate_pred(mmse, part)
         out_map = self.evaluate_pred(mode, part)
         out["rmse_map"], out["mae_map"] = out_map["rmse"], out_map["mae"]
+        return out
+
+    def log_score(self, proba_fn, part):
+        """Log predictive probability of each hidden rating, (n,)."""
+        h, _ = self.parts[part]
+        out = np.empty(h.shape[0])
+        codes = self.train.codes
+        for j in np.unique(h[:, 1]):
+            sel = np.flatnonzero(h[:, 1] == j)
+            p = proba_fn(codes[h[sel, 0]], int(j))
+            with np.errstate(divide="ignore"):
+                out[sel] = np.log(p[np.arange(sel.size), h[sel, 2]])
         return out
 
     def evaluate_pred(self, pred, part):
@@ -349,6 +438,7 @@ def _select_latent(method, split, ranks, seed, max_iter, tol):
     notes = []
     n_not_converged = 0
     per_rank = {}
+    by_rank = {}
     t_all = time.perf_counter()
     for rank in ranks:
         if rank > limit:
@@ -361,6 +451,9 @@ def _select_latent(method, split, ranks, seed, max_iter, tol):
             s = split.score(m)
             if s > best["score"]:
                 best.update(score=s, rank=rank, n_iter=it, params=params, t0=t0)
+            # the best iterate of every rank: starts of posteriors at several ranks
+            if s > by_rank.get(rank, {"score": -np.inf})["score"]:
+                by_rank[rank] = {"score": s, "n_iter": it, "params": params}
 
         try:
             _, converged = _fit_latent(
@@ -379,18 +472,31 @@ def _select_latent(method, split, ranks, seed, max_iter, tol):
     best["total_s"] = time.perf_counter() - t_all
     best["not_converged"] = n_not_converged
     best["notes"] = notes
+    best["by_rank"] = by_rank
     return best
 
 
-def _posterior_trial(split, rank, init, opts, seed, progressbar):
-    from bayespmf.models import convergence_summary, posterior_predict_proba, sample
+def _sample_posterior(train, rank, init, opts, seed, progressbar, log_likelihood):
+    """NUTS (or ADVI) on ``train`` at ``rank`` from ``init``: ``(idata, seconds)``."""
+    from bayespmf.models import latent_class_model, sample
 
-    train = split.train.drop_empty_rows()
     sampler = {k: opts[k] for k in ("method", "draws", "tune", "chains")}
     if opts["method"] == "nuts":
         sampler["cores"] = opts["cores"] or min(opts["chains"], n_cpus())
     else:  # ADVI: one chain of draws from the fitted approximation
         sampler["chains"] = 1
+    if opts["factor_prior"] == 1.0 and opts["weights_prior"] == 1.0:
+        target, extra = train, {"rank": rank}  # sample() builds the default model
+    else:
+        target, extra = (
+            latent_class_model(
+                train,
+                rank,
+                factor_prior=opts["factor_prior"],
+                weights_prior=opts["weights_prior"],
+            ),
+            {},
+        )
     t0 = time.perf_counter()
     logger = logging.getLogger("pymc")
     level = logger.level
@@ -398,26 +504,158 @@ def _posterior_trial(split, rank, init, opts, seed, progressbar):
         logger.setLevel(logging.WARNING)
     try:
         idata = sample(
-            train,
-            rank=rank,
+            target,
             init=init,
             random_seed=seed,
             progressbar=progressbar,
-            log_likelihood=False,
+            log_likelihood=log_likelihood,
+            **extra,
             **sampler,
         )
     finally:
         logger.setLevel(level)
-    elapsed = time.perf_counter() - t0
+    return idata, time.perf_counter() - t0
+
+
+class _CachedProba:
+    """``proba(codes, j)`` that computes each distinct request once.
+
+    The posterior rows of one configuration score the same posteriors on the same
+    rows several times (validation and test, alone and in mixtures).
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.cache = {}
+
+    def __call__(self, codes, j):
+        codes = np.ascontiguousarray(codes)
+        key = (int(j), codes.shape, codes.tobytes())
+        if key not in self.cache:
+            self.cache[key] = self.fn(codes, j)
+        return self.cache[key]
+
+
+def _mixture_proba(probas: dict, weights: dict) -> Callable:
+    """``proba(codes, j)`` of the mixture ``sum_r weights[r] probas[r]``."""
+    used = {r: w for r, w in weights.items() if w > 0}
+    total = sum(used.values())
 
     def proba(codes, j):
-        return posterior_predict_proba(idata, codes, j, model_data=train)
+        p = sum(w / total * probas[r](codes, j) for r, w in used.items())
+        return p / p.sum(axis=1, keepdims=True)
 
-    metrics = split.evaluate_proba(proba, "test")
-    rhat = np.nan
-    if opts["method"] == "nuts" and opts["chains"] > 1:
-        rhat = float(convergence_summary(idata)["table"]["r_hat_max"].max())
-    return metrics, elapsed, rhat, idata
+    return proba
+
+
+def _plugin_proba(idata, train) -> Callable:
+    """``proba(codes, j)`` of the posterior-mean PMF (aligned draws) plugged in."""
+    from bayespmf.models import posterior_params
+
+    w, stacked = posterior_params(idata, train)
+    params = LatentClassParams(
+        w.mean(axis=0), split_factors(stacked.mean(axis=0), train.n_categories)
+    )
+    return _params_proba(params)
+
+
+def _weights_text(weights: dict) -> str:
+    return " ".join(f"{r}:{w:.2f}" for r, w in weights.items())
+
+
+def _posterior_rows(split, src, opts, seed, progressbar=False):
+    """The posterior rows of one configuration on one split.
+
+    ``src`` is the validation selection of ``opts["rank_from"]`` (:func:`_select_latent`):
+    its rank is the chosen rank and its best iterate at every rank starts the chains
+    there. Returns a list of ``(row name, test metrics, selected, seconds, max r-hat,
+    extra record fields)``.
+    """
+    from bayespmf.models import convergence_summary, posterior_predict_proba
+    from bayespmf.models.averaging import rank_weights, stacking_weights
+
+    combine = opts["combine"]
+    train = split.train.drop_empty_rows()
+    chosen = src["rank"]
+    limit = max_identifiable_rank(split.n_cat)
+    ranks = {chosen} if opts["ranks"] is None else set(opts["ranks"])
+    if {"chosen", "plugin"} & set(combine):
+        ranks.add(chosen)
+    ranks = sorted(r for r in ranks if r <= limit)
+    if not ranks:
+        raise DataValidationError(
+            f"No posterior rank in {opts['ranks']} is identifiable (at most {limit})."
+        )
+    need_loo = any(c in _LOO_COMBINE for c in combine) and len(ranks) > 1
+    fits = {}
+    for r in ranks:
+        init = src["by_rank"].get(r, {}).get("params", "auto")
+        idata, elapsed = _sample_posterior(
+            train, r, init, opts, seed, progressbar, need_loo
+        )
+        rhat = np.nan
+        if opts["method"] == "nuts" and opts["chains"] > 1:
+            rhat = float(convergence_summary(idata)["table"]["r_hat_max"].max())
+
+        def proba(codes, j, idata=idata):
+            return posterior_predict_proba(idata, codes, j, model_data=train)
+
+        fits[r] = {
+            "idata": idata,
+            "elapsed": elapsed,
+            "rhat": rhat,
+            "proba": _CachedProba(proba),
+        }
+    probas = {r: f["proba"] for r, f in fits.items()}
+    all_s = sum(f["elapsed"] for f in fits.values())
+    all_rhat = max(f["rhat"] for f in fits.values())
+    rows = []
+    for how in combine:
+        extra = {}
+        if how in ("chosen", "plugin"):
+            f = fits[chosen]
+            proba = probas[chosen] if how == "chosen" else _plugin_proba(f["idata"], train)
+            selected = f"rank={chosen} (from {opts['rank_from']})"
+            rows.append(
+                (
+                    _posterior_row_name(opts, how),
+                    split.evaluate_proba(proba, "test"),
+                    selected,
+                    f["elapsed"],
+                    f["rhat"],
+                    extra,
+                )
+            )
+            continue
+        if how == "val-best":
+            scores = {r: split.score(split.evaluate_proba(probas[r], "val")) for r in ranks}
+            top = max(scores, key=scores.get)
+            weights = {r: float(r == top) for r in ranks}
+        elif how == "val-stacking":
+            lpd = np.column_stack([split.log_score(probas[r], "val") for r in ranks])
+            # a rating no posterior can predict (probability 0 in floating point)
+            lpd = np.maximum(lpd, np.log(np.finfo(float).tiny))
+            weights = dict(zip(ranks, stacking_weights(lpd).tolist(), strict=True))
+        elif need_loo:
+            idatas = {r: fits[r]["idata"] for r in ranks}
+            with warnings.catch_warnings():  # Pareto k warnings: PSIS-LOO is a guide
+                warnings.simplefilter("ignore", UserWarning)
+                weights = rank_weights(idatas, method=how, seed=seed).to_dict()
+        else:  # one rank: nothing to weight
+            weights = {ranks[0]: 1.0}
+        top = max(weights, key=weights.get)
+        extra["rank_weights"] = _weights_text(weights)
+        rows.append(
+            (
+                _posterior_row_name(opts, how),
+                split.evaluate_proba(_mixture_proba(probas, weights), "test"),
+                f"top rank={top} of {ranks}",
+                all_s,
+                all_rhat,
+                extra,
+            )
+        )
+    return rows
 
 
 # --------------------------------------------------------------------- baselines
@@ -550,23 +788,23 @@ def _run(
         raise DataValidationError(
             f"'fractions' must be three fractions summing to 1; got {fractions!r}."
         )
-    opts = _posterior_options(posterior)
+    configs = _posterior_options(posterior)
     seeds = _trial_seeds(random_state, n_trials)
-    n_post = 0
-    if opts is not None:
-        n_post = (
-            n_trials if opts["n_trials"] is None else min(n_trials, int(opts["n_trials"]))
-        )
-    total = n_trials * (len(methods) + len(baselines)) + n_post
+    n_posts = [
+        n_trials if o["n_trials"] is None else min(n_trials, int(o["n_trials"]))
+        for o in configs
+    ]
+    total = n_trials * (len(methods) + len(baselines)) + sum(n_posts)
     records = []
     with progress_bar(total, owner, enabled=progressbar) as bar:
         for trial, seed in enumerate(seeds):
             split = split_fn(seed)
             chosen = {}
             run_methods = list(methods)
-            need = opts["rank_from"] if opts is not None and trial < n_post else None
-            if need is not None and need not in run_methods:
-                run_methods.append(need)
+            for opts, n_post in zip(configs, n_posts, strict=True):
+                need = opts["rank_from"] if trial < n_post else None
+                if need is not None and need not in run_methods:
+                    run_methods.append(need)
             for method in run_methods:
                 bar.set_description(f"{owner} trial {trial + 1}/{n_trials}: {method}")
                 best = _select_latent(method, split, ranks, seed, max_iter, tol)
@@ -607,27 +845,27 @@ def _run(
                     )
                 )
                 bar.update()
-            if trial < n_post:
-                src = chosen[opts["rank_from"]]
-                name = f"{opts['method']}-posterior"
+            for opts, n_post in zip(configs, n_posts, strict=True):
+                if trial >= n_post:
+                    continue
+                name = _posterior_row_name(opts, "chosen")
                 bar.set_description(f"{owner} trial {trial + 1}/{n_trials}: {name}")
-                metrics, elapsed, rhat, _ = _posterior_trial(
-                    split, src["rank"], src["params"], opts, seed, progressbar=False
-                )
-                selected = f"rank={src['rank']} (from {opts['rank_from']})"
-                records.append(
-                    _record(
-                        name,
-                        "posterior",
-                        trial,
-                        seed,
-                        metrics,
-                        selected,
-                        elapsed,
-                        elapsed,
-                        r_hat_max=rhat,
+                rows = _posterior_rows(split, chosen[opts["rank_from"]], opts, seed)
+                for name, metrics, selected, elapsed, rhat, extra in rows:
+                    records.append(
+                        _record(
+                            name,
+                            "posterior",
+                            trial,
+                            seed,
+                            metrics,
+                            selected,
+                            elapsed,
+                            elapsed,
+                            r_hat_max=rhat,
+                            **extra,
+                        )
                     )
-                )
                 bar.update()
     return records
 
@@ -699,12 +937,28 @@ def classify(
         Of the iterative stage (the estimator's defaults when None).
     random_state : None, int or numpy.random.Generator
         Seeds the splits and every fit; an int makes the table reproducible.
-    posterior : bool or dict, default False
-        Add a posterior-predictive row: NUTS (or ADVI) on the training part at the rank
-        chosen by ``rank_from`` (default ``"cnmf-spa-em"``), started from that fit,
-        predicting with the posterior-averaged PMF. Options (dict):
-        ``method``, ``draws``, ``tune``, ``chains``, ``n_trials`` (only the first
-        ``n_trials`` splits), ``rank_from``; defaults in ``POSTERIOR_DEFAULTS``.
+    posterior : bool, dict or list of dicts, default False
+        Add posterior-predictive rows: NUTS (or ADVI) on the training part, started
+        from the validation-best iterate of ``rank_from`` (default ``"cnmf-spa-em"``)
+        at each sampled rank, predicting ``Pr(y | x)`` averaged over the draws (not
+        from a posterior-mean PMF). Options (dict; defaults in
+        :data:`POSTERIOR_DEFAULTS`): ``method``, ``draws``, ``tune``, ``chains``,
+        ``cores``, ``n_trials`` (only the first ``n_trials`` splits), ``rank_from``;
+        ``ranks`` (ranks to sample; default only the rank ``rank_from`` chose on the
+        validation part); ``combine`` (the rows, one per name in
+        :data:`POSTERIOR_COMBINE`: ``"chosen"`` (default), ``"plugin"``,
+        ``"val-best"``, ``"stacking"``, ``"pseudo-BMA"``, ``"BB-pseudo-BMA"`` (LOO
+        weights of ``az.compare`` across ``ranks``), ``"val-stacking"`` (stacking
+        weights fitted to the validation log score)); ``factor_prior`` and
+        ``weights_prior`` (the Dirichlet concentrations of
+        :func:`bayespmf.models.latent_class_model`, 1.0 = uniform); ``label`` (added
+        to the row names). A list of dicts adds the rows of every configuration. The
+        rows are named ``"<method>-posterior[ <label>][ (<combine>)]"``; a mixture's
+        per-trial record carries its ``rank_weights``. On Votes and the three
+        MovieLens subsets (``benchmarks/applications.py``, 3 splits) the best row was
+        ``{"factor_prior": 0.25, "ranks": [2, 3, 5, 8], "combine": "val-stacking"}``
+        (four NUTS runs per split); the default uniform prior at the chosen rank
+        alone did worse than the point estimates on Votes and Animation.
     progressbar : bool, default False
 
     Returns

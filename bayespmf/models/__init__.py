@@ -1,5 +1,10 @@
 """PyMC model factories and posterior tools."""
 
+from bayespmf.models.averaging import (
+    averaged_predict_proba,
+    rank_weights,
+    stacking_weights,
+)
 from bayespmf.models.latent_class import LatentClassRows, latent_class_model, model_data
 from bayespmf.models.posterior import (
     align_labels,
@@ -34,6 +39,7 @@ __all__ = [
     "align_labels",
     "align_regression_labels",
     "align_vertices",
+    "averaged_predict_proba",
     "convergence_summary",
     "impute",
     "initvals_from_params",
@@ -45,6 +51,7 @@ __all__ = [
     "posterior_class_proba",
     "posterior_params",
     "posterior_predict_proba",
+    "rank_weights",
     "regression_class_proba",
     "regression_initvals",
     "sample",
@@ -52,4 +59,5 @@ __all__ = [
     "sample_simplex_nest",
     "select_rank",
     "simplex_nest_model",
+    "stacking_weights",
 ]

@@ -193,14 +193,35 @@ def main():
         "default), both at 0.8",
     )
     ap.add_argument("--sim-variables", type=int, default=5)
+    ap.add_argument(
+        "--sim-seed",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="random_state(s) of the simulated case's truth and rows (--compare)",
+    )
     args = ap.parse_args()
     if args.compare:
         if "simulated" in args.sets:
             n = args.sim_variables
-            data, _ = make_latent_class(
-                2000, 10, 5, 0.5, n_variables=n, drop_empty_rows=True, random_state=0
-            )
-            compare(f"simulated S=2000, N={n}, I=10, F=5, p=0.5", data, 5, args)
+            for sim_seed in args.sim_seed:
+                data, truth = make_latent_class(
+                    2000,
+                    10,
+                    5,
+                    0.5,
+                    n_variables=n,
+                    drop_empty_rows=True,
+                    random_state=sim_seed,
+                )
+                sizes = np.round(np.sort(truth.weights)[::-1], 3).tolist()
+                compare(
+                    f"simulated S=2000, N={n}, I=10, F=5, p=0.5 (truth and rows from "
+                    f"random_state={sim_seed}; class weights {sizes})",
+                    data,
+                    5,
+                    args,
+                )
         if "car" in args.sets:
             compare("UCI Car", load_car().data, args.car_rank, args)
         return

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pytensor.compile import optdb
+from pytensor.gradient import DisconnectedType, disconnected_type
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
+from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 
 from bayespmf._validation import DataValidationError
+from bayespmf.kernels.rows_numba import rows_loglik, rows_loglik_grad
 
-__all__ = ["class_summed_loglik", "rows_signature", "static_categories"]
+__all__ = [
+    "ClassSummedLoglik",
+    "ClassSummedLoglikGrad",
+    "class_summed_loglik",
+    "rows_signature",
+    "static_categories",
+]
 
 
 def static_categories(factors, *, require_matrix: bool = True) -> list[int]:
@@ -26,21 +40,257 @@ def static_categories(factors, *, require_matrix: bool = True) -> list[int]:
     return sizes
 
 
+#: Build the likelihood with :class:`ClassSummedLoglik` (True) or, as before it, as
+#: the one-hot design product (False; kept for ``benchmarks/bench_latent_class_logp.py``
+#: and for batched values). Read when a model is built.
+FUSED = True
+
+_INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
+
+
+def _stacking(n_cat) -> tuple[np.ndarray, np.ndarray]:
+    n_cat = np.asarray(n_cat, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(n_cat)[:-1]]).astype(np.int64)
+    return offsets, n_cat
+
+
+class ClassSummedLoglik(Op):
+    r"""Per-row class-summed log-likelihood of integer rows, and the responsibilities.
+
+    Inputs: ``codes`` (S, N) integers (``-1`` missing), ``log_prior`` (F,) or (S, F),
+    ``log_a`` (sum I_n, F) the stacked ``log A_n``. Outputs: ``loglik`` (S,) and the
+    responsibilities ``resp`` (S, F), the gradient of each row's log-likelihood with
+    respect to its class log-sums. One fused loop over the observed entries
+    (:func:`bayespmf.kernels.rows_numba.rows_loglik`) in the C and numba backends;
+    compiled to JAX, the node is rewritten into the equivalent gather graph
+    (:func:`_gather_loglik`). Only ``loglik`` may enter a cost that is
+    differentiated; ``resp`` is for the gradient.
+    """
+
+    __props__ = ("n_cat",)
+
+    def __init__(self, n_cat):
+        self.n_cat = tuple(int(k) for k in n_cat)
+
+    def make_node(self, codes, log_prior, log_a):
+        codes = pt.as_tensor_variable(codes)
+        log_prior = pt.as_tensor_variable(log_prior, dtype="float64")
+        log_a = pt.as_tensor_variable(log_a, dtype="float64")
+        if codes.ndim != 2 or codes.dtype not in _INT_DTYPES:
+            raise TypeError(f"codes must be an integer matrix; got {codes.type}.")
+        if log_prior.ndim not in (1, 2) or log_a.ndim != 2:
+            raise TypeError(
+                f"log_prior must be (F,) or (S, F) and log_a (P, F); got "
+                f"{log_prior.type} and {log_a.type}."
+            )
+        rows, rank = codes.type.shape[0], log_a.type.shape[1]
+        outputs = [
+            pt.tensor(dtype="float64", shape=(rows,)),
+            pt.tensor(dtype="float64", shape=(rows, rank)),
+        ]
+        return Apply(self, [codes, log_prior, log_a], outputs)
+
+    def perform(self, node, inputs, output_storage):
+        codes, log_prior, log_a = inputs
+        offsets, n_cat = _stacking(self.n_cat)
+        shared = node.inputs[1].type.ndim == 1 or node.inputs[1].type.shape[0] == 1
+        if not shared and log_prior.shape[0] != codes.shape[0]:
+            raise ValueError(
+                f"ClassSummedLoglik: log_prior has {log_prior.shape[0]} rows for "
+                f"{codes.shape[0]} rows of codes; give one row per row of codes, or "
+                "a (F,) or statically (1, F) prior shared by all."
+            )
+        log_prior = np.atleast_2d(np.asarray(log_prior, dtype=np.float64))
+        loglik, resp = rows_loglik(
+            np.ascontiguousarray(codes, dtype=np.int64),
+            offsets,
+            n_cat,
+            np.ascontiguousarray(log_prior),
+            np.ascontiguousarray(log_a, dtype=np.float64),
+        )
+        output_storage[0][0] = loglik
+        output_storage[1][0] = resp
+
+    def infer_shape(self, fgraph, node, shapes):
+        rows = shapes[0][0]
+        return [(rows,), (rows, shapes[2][1])]
+
+    def connection_pattern(self, node):
+        return [[False, False], [True, True], [True, True]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        codes, log_prior, log_a = inputs
+        _, resp = outputs
+        g_ll, g_resp = output_grads
+        if not isinstance(g_resp.type, DisconnectedType):
+            raise NotImplementedError(
+                "ClassSummedLoglik: the responsibilities output is not differentiable."
+            )
+        if isinstance(g_ll.type, DisconnectedType):
+            return [disconnected_type(), log_prior.zeros_like(), log_a.zeros_like()]
+        weighted = resp * g_ll[:, None]
+        if log_prior.ndim == 1:
+            g_prior = weighted.sum(axis=0)
+        elif log_prior.type.shape[0] == 1:  # one row shared by every row
+            g_prior = weighted.sum(axis=0, keepdims=True)
+        else:
+            g_prior = weighted
+        g_a = ClassSummedLoglikGrad(self.n_cat)(codes, resp, g_ll)
+        return [disconnected_type(), g_prior, g_a]
+
+
+class ClassSummedLoglikGrad(Op):
+    """Gradient of ``sum_s g_s loglik_s`` with respect to the stacked ``log A_n``.
+
+    Inputs: ``codes`` (S, N), ``resp`` (S, F) from :class:`ClassSummedLoglik`, ``g``
+    (S,). Output: (sum I_n, F), one scatter-add of ``g_s resp_sf`` per observed entry
+    (:func:`bayespmf.kernels.rows_numba.rows_loglik_grad`).
+    """
+
+    __props__ = ("n_cat",)
+
+    def __init__(self, n_cat):
+        self.n_cat = tuple(int(k) for k in n_cat)
+
+    def make_node(self, codes, resp, g):
+        codes = pt.as_tensor_variable(codes)
+        resp = pt.as_tensor_variable(resp, dtype="float64")
+        g = pt.as_tensor_variable(g, dtype="float64")
+        out = pt.tensor(dtype="float64", shape=(sum(self.n_cat), resp.type.shape[1]))
+        return Apply(self, [codes, resp, g], [out])
+
+    def perform(self, node, inputs, output_storage):
+        codes, resp, g = inputs
+        offsets, n_cat = _stacking(self.n_cat)
+        output_storage[0][0] = rows_loglik_grad(
+            np.ascontiguousarray(codes, dtype=np.int64),
+            offsets,
+            n_cat,
+            np.ascontiguousarray(resp, dtype=np.float64),
+            np.ascontiguousarray(g, dtype=np.float64),
+            int(n_cat.sum()),
+        )
+
+    def infer_shape(self, fgraph, node, shapes):
+        return [(int(sum(self.n_cat)), shapes[1][1])]
+
+    def connection_pattern(self, node):
+        return [[False], [True], [True]]
+
+    def grad(self, inputs, output_grads):
+        raise NotImplementedError(
+            "Second derivatives of ClassSummedLoglik are not implemented."
+        )
+
+
+def _numba_kernels(op):
+    """The numba backend's implementation of either Op (what nutpie compiles)."""
+    offsets, n_cat = _stacking(op.n_cat)
+    n_stacked = int(n_cat.sum())
+    if isinstance(op, ClassSummedLoglik):
+
+        def loglik(codes, log_prior, log_a):  # pragma: no cover - numba
+            rank = log_a.shape[1]
+            prior = np.ascontiguousarray(log_prior).reshape((-1, rank))
+            return rows_loglik(
+                np.ascontiguousarray(codes).astype(np.int64),
+                offsets,
+                n_cat,
+                prior,
+                np.ascontiguousarray(log_a),
+            )
+
+        return numba.njit(loglik)
+
+    def loglik_grad(codes, resp, g):  # pragma: no cover - numba
+        return rows_loglik_grad(
+            np.ascontiguousarray(codes).astype(np.int64),
+            offsets,
+            n_cat,
+            np.ascontiguousarray(resp),
+            np.ascontiguousarray(g),
+            n_stacked,
+        )
+
+    return numba.njit(loglik_grad)
+
+
+for _op_type in (ClassSummedLoglik, ClassSummedLoglikGrad):
+    register_funcify_default_op_cache_key(_op_type)(
+        lambda op, node=None, **kwargs: _numba_kernels(op)
+    )
+
+
+def _gather_index(codes, n_cat):
+    """Row of the padded stacked factors each entry reads (the padding row if missing)."""
+    offsets, n_cat = _stacking(n_cat)
+    in_range = (codes >= 0) & (codes < n_cat)
+    return pt.switch(in_range, codes + offsets, int(n_cat.sum())), in_range
+
+
+def _gather_loglik(codes, log_prior, log_a, n_cat):
+    """:class:`ClassSummedLoglik` as a gather graph (what the JAX backend runs)."""
+    index, _ = _gather_index(codes, n_cat)
+    padded = pt.concatenate([log_a, pt.zeros_like(log_a[:1])], axis=0)
+    joint = padded[index].sum(axis=1) + log_prior  # (S, F)
+    valid = pt.all((codes >= -1) & (codes < np.asarray(n_cat)), axis=-1)
+    top = pt.max(joint, axis=-1, keepdims=True)
+    possible = valid & pt.gt(top[:, 0], -np.inf)
+    top = pt.switch(pt.gt(top, -np.inf), top, 0.0)
+    shifted = pt.exp(joint - top)
+    total = shifted.sum(axis=-1)
+    loglik = pt.switch(possible, pt.log(total) + top[:, 0], -np.inf)
+    resp = pt.switch(
+        possible[:, None], shifted / pt.switch(possible, total, 1.0)[:, None], 0.0
+    )
+    return loglik, resp
+
+
+def _gather_loglik_grad(codes, resp, g, n_cat):
+    """:class:`ClassSummedLoglikGrad` as a scatter-add graph (JAX backend)."""
+    index, in_range = _gather_index(codes, n_cat)
+    weighted = (resp * g[:, None])[:, None, :] * in_range[:, :, None]  # (S, N, F)
+    rank = resp.type.shape[1] if resp.type.shape[1] is not None else resp.shape[1]
+    padded = pt.zeros((int(sum(n_cat)) + 1, rank))
+    return pt.inc_subtensor(padded[index], weighted)[:-1]
+
+
+@node_rewriter([ClassSummedLoglik, ClassSummedLoglikGrad])
+def _expand_for_jax(fgraph, node):
+    op = node.op
+    if isinstance(op, ClassSummedLoglik):
+        return list(_gather_loglik(*node.inputs, op.n_cat))
+    return [_gather_loglik_grad(*node.inputs, op.n_cat)]
+
+
+# JAX has no numba: before the JAX mode's other rewrites, the nodes become gathers
+optdb.register(
+    "bayespmf_class_summed_loglik_jax", dfs_rewriter(_expand_for_jax), "jax", position=0.5
+)
+
+
 def class_summed_loglik(value, log_prior, factors, n_cat) -> pt.TensorVariable:
     r"""``log sum_f exp(log_prior_f + sum_{n observed} log A_n(x_n, f))`` per row.
 
-    The one-hot design of the observed entries, ``O[s, off_n + i] = [x_sn = i]`` (a
-    missing entry, ``-1``, matches no column), is built from the codes inside the
-    graph, so the data stay data (``pm.Data``), and multiplied with the stacked
-    ``log A_n``: the one-hot product of the EM map, the fastest formulation in
-    STACK-NOTES.md. With frozen data PyTensor folds ``O`` at compile time. Rows with a
-    code outside ``[-1, I_n)`` have log-probability ``-inf``. ``log_prior`` is ``(F,)``
-    or per row ``(..., S, F)``; ``factors`` are ``(F, I_n)`` tensors.
+    ``value`` are integer codes (``-1`` missing) ``(S, N)``; ``log_prior`` is ``(F,)``
+    or per row ``(S, F)``; ``factors`` are ``(F, I_n)`` tensors. Rows with a code
+    outside ``[-1, I_n)`` have log-probability ``-inf``.
+
+    Computed by :class:`ClassSummedLoglik`, one fused loop over the observed entries
+    with a hand-written gradient (a scatter-add of the responsibilities): the data
+    stay integer codes, nothing of size S x sum(I_n) is built, and a gradient costs a
+    fraction of the one-hot design product's (``benchmarks/bench_latent_class_logp.py``).
+    Batched values or priors (more leading dimensions, as in some PyMC
+    vectorizations) fall back to that one-hot product.
     """
+    log_a = pt.concatenate([pt.log(a).T for a in factors], axis=0)  # (sum I_n, F)
+    fused = value.ndim == 2 and log_prior.ndim in (1, 2) and value.dtype in _INT_DTYPES
+    if fused and FUSED:
+        loglik, _ = ClassSummedLoglik(n_cat)(value, log_prior, log_a)
+        return loglik
     var_of_col = np.repeat(np.arange(len(n_cat)), n_cat)
     code_of_col = np.concatenate([np.arange(k) for k in n_cat]).astype(value.dtype)
     one_hot = pt.cast(pt.eq(value[..., var_of_col], code_of_col), pytensor.config.floatX)
-    log_a = pt.concatenate([pt.log(a).T for a in factors], axis=0)  # (sum I_n, F)
     loglik = pt.logsumexp(pt.dot(one_hot, log_a) + log_prior, axis=-1)
     valid = pt.all((value >= -1) & (value < np.asarray(n_cat)), axis=-1)
     return pt.switch(valid, loglik, -np.inf)

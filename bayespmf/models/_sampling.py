@@ -17,7 +17,8 @@ Every NUTS implementation PyMC offers (``nuts_sampler="pymc"``, ``"nutpie"``,
   unconstrained scale to every start). PyMC's JAX driver replaces every ``pm.Data``
   by a constant of the compiled graph (``pymc.sampling.jax.get_jaxified_graph``): the
   rows are baked into the XLA program. This is kept on purpose: the rows enter the
-  log-density as integer codes that index the factors (no dense one-hot design), and
+  log-density as integer codes that index the factors (the fused likelihood Op is
+  rewritten into a gather for JAX; no dense one-hot design), and
   ``benchmarks/jax_data.py`` measured the jitted value-and-gradient both ways (JAX
   0.10, 2 shared CPU cores, 15 variables, rank 5): with the rows as an argument a
   call took 0.78-1.53 times as long as with the rows as a constant at S = 2e3 (two

@@ -38,14 +38,11 @@ def _n_categories_of(factors) -> list[int]:
 
 
 def _rows_logp(value, weights, *factors):
-    r"""Per-row log-likelihood, the class summed out, missing entries (``-1``) skipped.
+    """Per-row log-likelihood, the class summed out, missing entries (``-1``) skipped.
 
-    The one-hot design of the observed entries, ``O[s, off_n + i] = [x_sn = i]`` (a
-    missing entry matches no column), is built from the codes inside the graph, so
-    the data stay data (``pm.Data``), and multiplied with the stacked ``log A_n``:
-    the one-hot product of the EM map, the fastest formulation in STACK-NOTES.md.
-    With frozen data (``freeze_dims_and_data``, as :func:`bayespmf.models.sample`
-    does) PyTensor folds ``O`` at compile time. Rows with a code outside
+    :func:`bayespmf.models._rows.class_summed_loglik`: one fused loop over the
+    observed entries with a hand-written gradient, so the data stay integer codes
+    (``pm.Data``) and no one-hot design is built. Rows with a code outside
     ``[-1, I_n)`` have log-probability ``-inf``.
     """
     return class_summed_loglik(value, pt.log(weights), factors, _n_categories_of(factors))
@@ -258,13 +255,15 @@ def latent_class_model(
     and are dropped. Everything :func:`bayespmf.models.sample` needs is read back from
     the model's variables, dims and coordinates (:func:`model_data`).
 
-    The one-hot design of the observed entries is built from ``rows`` inside the
-    graph. :func:`bayespmf.models.sample` samples the model with its data frozen
-    (``pymc.model.transform.optimization.freeze_dims_and_data``), which folds that
-    design at compile time: a gradient then costs what the former ``pm.Potential`` on
-    a constant design did, while the model as built is about 30 % slower per gradient
-    (``benchmarks/bench_latent_class_logp.py``). Freeze it likewise when calling
-    ``pm.sample`` yourself.
+    The likelihood is one fused loop over the observed entries with a hand-written
+    gradient (``bayespmf.models._rows.ClassSummedLoglik``; numba kernels, rewritten
+    into a gather graph for the JAX backends): no one-hot design of the rows is
+    built, and a gradient costs at most what the one-hot design product did, less
+    with many rows (``benchmarks/bench_latent_class_logp.py``).
+    :func:`bayespmf.models.sample` samples the model with its data frozen
+    (``pymc.model.transform.optimization.freeze_dims_and_data``); the JAX backends
+    need that (static shapes), so freeze it likewise when calling ``pm.sample``
+    with them yourself.
 
     Parameters
     ----------

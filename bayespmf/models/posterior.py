@@ -308,8 +308,9 @@ def sample(
         PyMC's jitter switched off); the draws are aligned the same way. numpyro and
         blackjax run through PyMC's JAX driver, which replaces the ``rows`` data by a
         constant of the compiled XLA program (``pymc.sampling.jax``), so the data are
-        baked into the program there; nutpie and PyMC compile the frozen model, where
-        PyTensor folds the rows' one-hot design likewise.
+        baked into the program there (as integer codes that the log-likelihood's
+        gather reads); nutpie and PyMC compile the frozen model, whose likelihood is
+        one fused numba loop over the observed entries.
     draws, tune, chains : int
         For NUTS; for ADVI ``draws`` samples are taken from the fitted approximation
         (one chain) after ``advi_iterations`` optimization steps.
@@ -347,9 +348,9 @@ def sample(
         ``posterior`` (aligned), the model's rows as ``observed_data["x"]`` and
         ``constant_data["rows"]``; ``posterior.attrs`` record the wall time
         (``sampling_time``) and the method. The sampler runs on the model with its
-        data frozen (``freeze_dims_and_data``): the rows are constants while sampling,
-        which lets PyTensor fold their one-hot design at compile time; the model
-        passed in is unchanged.
+        data frozen (``freeze_dims_and_data``): the rows are constants of static
+        shape while sampling (what the JAX backends need); the model passed in is
+        unchanged.
     """
     import pymc as pm
     from pymc.model.transform.optimization import freeze_dims_and_data
@@ -400,7 +401,7 @@ def sample(
         ]
     elif point is not None:
         initvals = initvals_from_params(model, point, chains=n_chains, random_state=rng)
-    # the rows are fixed while sampling: frozen, PyTensor folds the one-hot design
+    # the rows are fixed while sampling: frozen, they are constants of static shape
     # of the observed entries at compile time (benchmarks/bench_latent_class_logp.py)
     frozen = freeze_dims_and_data(model)
     if simplex_transform == "pivot" and point is not None:

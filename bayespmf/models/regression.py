@@ -97,9 +97,10 @@ def _regression_rows_logp(value, logits, *factors):
 
     :math:`\log \sum_f \mathrm{softmax}(\eta_s)_f \prod_n A_n(x_{sn}, f)`, where
     ``logits`` are :math:`\eta_s = z_s^\top\beta`, (..., S, F). As in
-    :func:`bayespmf.models.latent_class.LatentClassRows`, the observed entries' one-hot
-    design is built from the codes inside the graph and multiplied by the stacked
-    ``log A_n``; a row with a code outside ``[-1, I_n)`` has log-probability ``-inf``.
+    :func:`bayespmf.models.latent_class.LatentClassRows`, one fused loop over the
+    observed entries with a per-row prior (``bayespmf.models._rows.class_summed_loglik``;
+    batched logits fall back to the one-hot design product); a row with a code
+    outside ``[-1, I_n)`` has log-probability ``-inf``.
     """
     n_cat = _static_categories(factors)
     # the factors are not batched over rows: drop any leading broadcast dimensions

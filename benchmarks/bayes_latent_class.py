@@ -23,16 +23,21 @@ rows)::
     python benchmarks/bayes_latent_class.py --compare --sets car --draws 500 --tune 500 \
         --chains 2 --samplers pymc nutpie numpyro
 
-The simulated case of issue 13 (S=2000, N=15, I=10, F=5, half missing)::
+The simulated case of issue 13 (S=2000, N=15, I=10, F=5, half missing; truth and
+rows from ``--sim-seed``), with numpyro's chains both in parallel (``sample()``'s
+choice when JAX starts inside it: one CPU device per chain) and vectorized (the
+choice before; one device)::
 
     python benchmarks/bayes_latent_class.py --compare --sets simulated \
-        --sim-variables 15 --draws 500 --tune 500 --chains 2 --samplers pymc numpyro
+        --sim-variables 15 --sim-seed 6 --draws 2000 --tune 1000 --chains 2 \
+        --samplers numpyro pymc --transforms pivot --chain-methods default vectorized
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import time
 
 import arviz as az
@@ -135,7 +140,11 @@ def compare(name, data, rank, args):
         if backend != "pymc" and importlib.util.find_spec(backend) is None:
             print(f"| {backend} | - | - | not installed | | | | | |")
             continue
-        for transform, ta in variants(args):
+        methods = args.chain_methods if backend in ("numpyro", "blackjax") else [None]
+        for (transform, ta), method in itertools.product(variants(args), methods):
+            extra = {}
+            if method not in (None, "default"):
+                extra["nuts_sampler_kwargs"] = {"chain_method": method}
             t0 = time.perf_counter()
             idata = sample(
                 model,
@@ -149,14 +158,16 @@ def compare(name, data, rank, args):
                 log_likelihood=False,
                 simplex_transform=transform,
                 target_accept=ta,
+                **extra,
             )
             wall = time.perf_counter() - t0
             summ = convergence_summary(idata)
             ess = summ["table"]["ess_bulk_min"].min()
             stats = idata.sample_stats
             steps = f"{float(stats['n_steps'].mean()):.1f}" if "n_steps" in stats else "-"
+            label = backend if method is None else f"{backend} ({method})"
             print(
-                f"| {backend} | {transform} | {ta} | {wall:.1f} | {ess:.0f} "
+                f"| {label} | {transform} | {ta} | {wall:.1f} | {ess:.0f} "
                 f"| {ess / wall:.2f} | {summ['table']['r_hat_max'].max():.4f} "
                 f"| {summ['divergences']} | {steps} |",
                 flush=True,
@@ -191,6 +202,14 @@ def main():
         help="sample(simplex_transform=...) values to compare; with neither this nor "
         "--target-accept, the lines are 'pymc' (before) and 'pivot' (sample()'s "
         "default), both at 0.8",
+    )
+    ap.add_argument(
+        "--chain-methods",
+        nargs="+",
+        default=["default"],
+        choices=["default", "parallel", "vectorized"],
+        help="numpyro/blackjax chain_method lines ('default': what sample() picks: "
+        "parallel on one CPU device per chain when JAX starts in sample())",
     )
     ap.add_argument("--sim-variables", type=int, default=5)
     ap.add_argument(

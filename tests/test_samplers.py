@@ -1,5 +1,7 @@
 """Every NUTS backend starts each chain where it is told to, and its draws are aligned."""
 
+import os
+
 import numpy as np
 import pytest
 from pymc.model.transform.optimization import freeze_dims_and_data
@@ -128,3 +130,24 @@ def test_external_backend_refuses_pymc_only_arguments(small):
             progressbar=False,
             discard_tuned_samples=False,
         )
+
+
+def test_jax_chains_get_one_cpu_device_each_only_before_jax_starts(monkeypatch):
+    import sys
+
+    from bayespmf.models._sampling import _cpu_devices_for_chains
+
+    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_foo=1")
+    assert _cpu_devices_for_chains(3)
+    assert os.environ["XLA_FLAGS"] == (
+        "--xla_cpu_foo=1 --xla_force_host_platform_device_count=3"
+    )
+    # a count already set (by the user or a first call) is left alone
+    assert not _cpu_devices_for_chains(4)
+    assert os.environ["XLA_FLAGS"].endswith("count=3")
+    # once JAX is imported, XLA has (or will have) read its flags: nothing changes
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.setitem(sys.modules, "jax", object())
+    assert not _cpu_devices_for_chains(2)
+    assert os.environ["XLA_FLAGS"] == ""

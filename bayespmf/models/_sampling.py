@@ -14,22 +14,28 @@ Every NUTS implementation PyMC offers (``nuts_sampler="pymc"``, ``"nutpie"``,
   time, and are joined along ``chain``.
 * ``"numpyro"``, ``"blackjax"``: ``pm.sample(nuts_sampler=..., initvals=...)`` with
   ``jitter=False`` (PyMC's JAX driver would otherwise add a U(-1, 1) jitter on the
-  unconstrained scale to every start). PyMC's JAX driver replaces every ``pm.Data``
-  by a constant of the compiled graph (``pymc.sampling.jax.get_jaxified_graph``): the
-  rows are baked into the XLA program. This is kept on purpose: the rows enter the
-  log-density as integer codes that index the factors (the fused likelihood Op is
-  rewritten into a gather for JAX; no dense one-hot design), and
-  ``benchmarks/jax_data.py`` measured the jitted value-and-gradient both ways (JAX
-  0.10, 2 shared CPU cores, 15 variables, rank 5): with the rows as an argument a
-  call took 0.78-1.53 times as long as with the rows as a constant at S = 2e3 (two
-  runs; calls of about 2 ms), 0.99-1.03 at 2e4 and 1.45-1.52 at 1e5; the first
-  call (compilation) at 1e5 took 4.5-9.0 s with the constant and 2.6-4.5 s with the
-  argument, so XLA no longer stalls constant-folding the rows.
+  unconstrained scale to every start). The chains run in parallel, one per CPU device
+  (``chain_method="parallel"``), when JAX has one device per chain: if JAX has not
+  started yet, :func:`_cpu_devices_for_chains` asks XLA for that many CPU devices
+  first; otherwise they run vectorized on one device.
+
+  PyMC's JAX driver replaces every ``pm.Data`` by a constant of the compiled graph
+  (``pymc.sampling.jax.get_jaxified_graph``): the rows are baked into the XLA
+  program. This is kept on purpose: the rows enter the log-density as integer codes
+  that index the factors (the fused likelihood Op is rewritten into a gather for JAX;
+  no dense one-hot design), and ``benchmarks/jax_data.py`` measured the jitted
+  value-and-gradient both ways (JAX 0.10, 2 shared CPU cores, 15 variables, rank 5):
+  with the rows as an argument a call took 0.78-1.53 times as long as with the rows
+  as a constant at S = 2e3 (two runs; calls of about 2 ms), 0.99-1.03 at 2e4 and
+  1.45-1.52 at 1e5; the first call (compilation) at 1e5 took 4.5-9.0 s with the
+  constant and 2.6-4.5 s with the argument, so XLA no longer stalls
+  constant-folding the rows.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 import warnings
@@ -282,6 +288,27 @@ def _sample_nutpie(
     return az.InferenceData(**groups)
 
 
+def _cpu_devices_for_chains(n_devices: int) -> bool:
+    """Let JAX see ``n_devices`` CPU devices, so that chains run in parallel (pmap).
+
+    XLA counts all CPU cores as one device, so without this PyMC's JAX driver can
+    only run the chains vectorized: in lockstep on one core, every step as long as
+    the longest chain's tree. XLA reads the count once, when JAX starts its backend;
+    so it is set (``XLA_FLAGS=--xla_force_host_platform_device_count``, what
+    ``numpyro.set_host_device_count`` does) only when JAX has not been imported yet
+    and no count is set already. Returns whether it was set. Measured
+    (``benchmarks/bayes_latent_class.py --compare``, S=2000, N=15, F=5, 2 chains,
+    2 cores): numpyro 2 x (1000 + 1000) took 126.4 s vectorized; 2 x (1000 + 2000)
+    took 80.9 s in parallel.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "jax" in sys.modules or "xla_force_host_platform_device_count" in flags:
+        return False
+    count = f"--xla_force_host_platform_device_count={int(n_devices)}"
+    os.environ["XLA_FLAGS"] = f"{flags} {count}".strip()
+    return True
+
+
 def _sample_jax(
     model,
     nuts_sampler,
@@ -298,16 +325,16 @@ def _sample_jax(
     nuts_sampler_kwargs=None,
 ):
     """Run numpyro or blackjax through PyMC's JAX driver, starts not jittered."""
+    _cpu_devices_for_chains(max(chains, cores))
     import jax
 
     kwargs = dict(nuts_sampler_kwargs or {})
     kwargs.setdefault("jitter", initvals is None)
-    # pmap needs a device per chain; with fewer (one CPU device by default) run the
-    # chains vectorized rather than one after the other
+    # pmap needs a device per chain; with fewer (JAX already started with one CPU
+    # device) run the chains vectorized rather than one after the other
     kwargs.setdefault(
         "chain_method", "parallel" if jax.local_device_count() >= chains else "vectorized"
     )
-    del cores  # JAX spreads each operation over the CPUs itself
     with warnings.catch_warnings():
         # JAX on CPU cannot reuse the draws' buffers for PyMC's post-processing; it
         # says so for every run, and nothing can be done about it

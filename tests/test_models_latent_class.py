@@ -548,6 +548,31 @@ def test_convergence_summary_names_chains_in_different_modes():
     assert not any("modes" in p for p in convergence_summary(idata)["problems"])
 
 
+def test_convergence_summary_tells_slow_mixing_from_modes():
+    import xarray as xr
+
+    rng = np.random.default_rng(1)
+    # one parameter's chains disagree (r-hat far above 1.01) ...
+    weights = rng.normal(0, 0.01, size=(2, 300, 2)) + np.array([0.3, 0.5])[:, None, None]
+    post = xr.Dataset({"weights": (("chain", "draw", "class"), weights)})
+    # ... while both chains' total log-likelihoods sit at the same level
+    ll = rng.normal(-4.0, 0.5, size=(2, 300, 5))
+    idata = az.InferenceData(
+        posterior=post, log_likelihood=xr.Dataset({"x": (("chain", "draw", "row"), ll)})
+    )
+    words = " ".join(convergence_summary(idata)["problems"])
+    assert "explore the same region of the posterior slowly" in words
+    assert "modes" not in words
+    # the same draws with the chains' levels 10 pooled sds apart: modes, not slow mixing
+    idata.log_likelihood["x"].values[1] -= 20 * np.sqrt(5) * 0.5 / 5
+    words = " ".join(convergence_summary(idata)["problems"])
+    assert "2 different modes" in words
+    assert "slowly" not in words
+    # without pointwise log-likelihoods, the generic words
+    words = " ".join(convergence_summary(az.InferenceData(posterior=post))["problems"])
+    assert "label switching not undone, several modes, or too few draws" in words
+
+
 @pytest.mark.slow
 def test_chains_start_at_distinct_optima():
     from bayespmf.fit import LocalOptimumWarning

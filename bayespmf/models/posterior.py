@@ -817,14 +817,24 @@ def convergence_summary(idata, *, rhat_max: float = 1.01, ess_min: float = 400) 
     if "sample_stats" in idata.groups() and "diverging" in idata.sample_stats:
         div = int(idata.sample_stats["diverging"].values.sum())
     problems = []
+    levels = _chain_levels(idata)
     if post.sizes.get("chain", 1) > 1:
         bad = table.index[table["r_hat_max"] > rhat_max].tolist()
-        if bad:
+        if bad and levels is not None and len(levels[0]) == 1:
+            _, means, pooled = levels
+            problems.append(
+                f"r-hat above {rhat_max} for {bad}: chains disagree, but their mean "
+                f"total log-likelihoods agree (largest gap {np.ptp(means):.3g}, "
+                f"within-chain sd {pooled:.3g}), so they explore the same region of "
+                "the posterior slowly (or label switching was not undone): draw more "
+                "(longer tune and draws)."
+            )
+        elif bad:
             problems.append(
                 f"r-hat above {rhat_max} for {bad}: chains disagree (label switching "
                 "not undone, several modes, or too few draws)."
             )
-    modes = _chain_modes(idata)
+    modes = _chain_modes(idata, levels)
     if modes is not None:
         problems.append(modes)
     low = table.index[table["ess_bulk_min"] < ess_min].tolist()
@@ -840,8 +850,12 @@ def convergence_summary(idata, *, rhat_max: float = 1.01, ess_min: float = 400) 
     return {"table": table, "divergences": div, "problems": problems, "ok": not problems}
 
 
-def _chain_modes(idata) -> str | None:
-    """In words: which chains sit in which mode, by their total log-likelihood."""
+def _chain_levels(idata):
+    """``(groups, means, pooled_sd)`` of the chains' total log-likelihood, or None.
+
+    Chains are grouped by their mean total log-likelihood: a gap of more than
+    ``MODE_GAP_SDS`` pooled within-chain sds starts a new group (a mode).
+    """
     if "log_likelihood" not in idata.groups() or idata.posterior.sizes.get("chain", 1) < 2:
         return None
     ll = idata.log_likelihood["x"].sum("row").values  # (chain, draw)
@@ -854,8 +868,15 @@ def _chain_modes(idata) -> str | None:
             groups.append([int(c)])
         else:
             groups[-1].append(int(c))
-    if len(groups) == 1:
+    return groups, means, pooled
+
+
+def _chain_modes(idata, levels=None) -> str | None:
+    """In words: which chains sit in which mode, by their total log-likelihood."""
+    levels = _chain_levels(idata) if levels is None else levels
+    if levels is None or len(levels[0]) == 1:
         return None
+    groups, means, pooled = levels
     parts = [f"chains {sorted(g)} around {means[g].mean():.6g}" for g in groups]
     gap = float(means[groups[0]].mean() - means[groups[-1]].mean())
     started = idata.posterior.attrs.get("chain_start_optimum")

@@ -297,9 +297,9 @@ def _cpu_devices_for_chains(n_devices: int) -> bool:
     so it is set (``XLA_FLAGS=--xla_force_host_platform_device_count``, what
     ``numpyro.set_host_device_count`` does) only when JAX has not been imported yet
     and no count is set already. Returns whether it was set. Measured
-    (``benchmarks/bayes_latent_class.py --compare``, S=2000, N=15, F=5, 2 chains,
-    2 cores): numpyro 2 x (1000 + 1000) took 126.4 s vectorized; 2 x (1000 + 2000)
-    took 80.9 s in parallel.
+    (``benchmarks/bayes_latent_class.py --compare --chain-methods default
+    vectorized``, S=2000, N=15, F=5, 2 cores, one run): numpyro 2 x (1000 + 2000)
+    took 82.0 s in parallel and 188.8 s vectorized, the same draws.
     """
     flags = os.environ.get("XLA_FLAGS", "")
     if "jax" in sys.modules or "xla_force_host_platform_device_count" in flags:

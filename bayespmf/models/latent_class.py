@@ -258,8 +258,8 @@ def latent_class_model(
     The likelihood is one fused loop over the observed entries with a hand-written
     gradient (``bayespmf.models._rows.ClassSummedLoglik``; numba kernels, rewritten
     into a gather graph for the JAX backends): no one-hot design of the rows is
-    built, and a gradient costs at most what the one-hot design product did, less
-    with many rows (``benchmarks/bench_latent_class_logp.py``).
+    built, so large data take far less memory and compile time, at the same cost per
+    gradient (``benchmarks/bench_latent_class_logp.py``).
     :func:`bayespmf.models.sample` samples the model with its data frozen
     (``pymc.model.transform.optimization.freeze_dims_and_data``); the JAX backends
     need that (static shapes), so freeze it likewise when calling ``pm.sample``

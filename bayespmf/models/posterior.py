@@ -407,7 +407,6 @@ def sample(
     elif point is not None:
         initvals = initvals_from_params(model, point, chains=n_chains, random_state=rng)
     # the rows are fixed while sampling: frozen, they are constants of static shape
-    # of the observed entries at compile time (benchmarks/bench_latent_class_logp.py)
     frozen = freeze_dims_and_data(model)
     if simplex_transform == "pivot" and point is not None:
         frozen = pivot_model(frozen, point)

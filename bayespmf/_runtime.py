@@ -1,26 +1,24 @@
 """Process settings applied once, when :mod:`bayespmf` is imported.
 
-Two notices used to reach every user although none of them could act on them:
+PyTensor 3 compiles with numba by default; its C backend (``linker="cvm"``, e.g.
+``backend="pytensor", mode=...`` of :func:`bayespmf.kernels.em.build_em_kernel`) is
+still there for those who ask for it. The C backend's matrix products (``Dot22``,
+``Gemv``, ``Ger``) call a Fortran BLAS, and a pip-installed PyTensor looks for
+``libblas``, ``libopenblas`` or MKL in the compiler's library directories; on a machine
+without a system BLAS it finds none, warns ("could not link to a BLAS installation")
+and runs those products in Python. The numba backend never reads these flags (measured
+with PyTensor 3.3: compiling and running PyMC's logp/dlogp and a ``dot`` in the
+default mode leaves ``blas__ldflags`` unread), so nothing here matters to bayespmf's
+defaults.
 
-* PyTensor's "could not link to a BLAS installation" ``UserWarning`` (and, for the
-  ``BatchedDot`` op, its "Using NumPy C-API based implementation for BLAS functions"
-  log line). The cause is real: a pip-installed PyTensor looks for ``libblas``,
-  ``libopenblas`` or MKL in the compiler's library directories, finds none on a machine
-  without a system BLAS, and then runs matrix products (``Dot22``, ``Gemv``, ``Ger``)
-  in Python instead of C. The fix is to give it one: the ``scipy-openblas32`` wheel (a
-  dependency on Linux) ships OpenBLAS as a shared library with LP64 (32-bit integer)
-  BLAS, the integer width PyTensor's C code uses. The wheel prefixes every symbol
-  (``scipy_dgemm_`` for ``dgemm_``) so that it never clashes with the copies NumPy and
-  SciPy bundle, so the flags also rename, by ``-D`` macros, the Fortran routines
-  PyTensor's C code calls. A user's own ``blas__ldflags`` (``PYTENSOR_FLAGS``,
-  ``.pytensorrc`` or ``pytensor.config`` before this import) always wins, and without
-  the wheel nothing changes.
-* ArviZ 0.23's "ArviZ is undergoing a major refactor" ``FutureWarning``, printed on the
-  first import of each day. It announces ArviZ 1.x, which needs Python >= 3.12 and which
-  PyMC 5 (pinned here) does not accept, so a bayespmf user cannot migrate. ArviZ offers
-  no switch other than installing its three 1.x preview packages, so this message, and
-  only this message, from the ``arviz`` module is filtered; every other
-  ``FutureWarning`` is shown as before.
+For the C backend, the ``scipy-openblas32`` wheel (the ``c-backend`` extra) ships
+OpenBLAS as a shared library with LP64 (32-bit integer) BLAS, the integer width
+PyTensor's C code uses. The wheel prefixes every symbol (``scipy_dgemm_`` for
+``dgemm_``) so that it never clashes with the copies NumPy and SciPy bundle, so the
+flags also rename, by ``-D`` macros, the Fortran routines PyTensor's C code calls. When
+the wheel is installed, :func:`configure` points PyTensor at it; a user's own
+``blas__ldflags`` (``PYTENSOR_FLAGS``, ``.pytensorrc`` or ``pytensor.config`` before
+this import) always wins, and without the wheel nothing changes.
 
 Nothing here imports PyMC or ArviZ: both stay lazy (importing them costs about 2 s).
 
@@ -34,23 +32,17 @@ import importlib.util
 import os
 import re
 import sys
-import warnings
 from pathlib import Path
 
 __all__ = ["configure", "configure_pytensor_blas", "n_cpus", "openblas_ldflags"]
 
-#: Fortran BLAS routines that PyTensor 2.38's C code calls by name (``Dot22``/``Gemm``:
+#: Fortran BLAS routines that PyTensor's C code calls by name (``Dot22``/``Gemm``:
 #: gemm; ``CGemv``: gemv and dot; ``CGer``: ger; sparse ``Usmm``: axpy), in single and
 #: double precision. tests/test_runtime.py checks the installed PyTensor against this
 #: list, so a PyTensor that calls another routine fails there, not at a user's link.
 BLAS_ROUTINES = tuple(
     f"{p}{name}_" for name in ("gemm", "gemv", "ger", "dot", "axpy") for p in "sd"
 )
-
-#: The ArviZ notice silenced by :func:`configure` (a regular expression for the start of
-#: the message; ArviZ begins it with a newline).
-ARVIZ_REFACTOR_NOTICE = r"\s*ArviZ is undergoing a major refactor"
-
 
 def openblas_ldflags() -> str | None:
     """PyTensor ``blas__ldflags`` for the OpenBLAS of the ``scipy-openblas32`` wheel.
@@ -154,17 +146,9 @@ def n_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _silence_arviz_refactor_notice() -> None:
-    """Filter ArviZ 0.23's daily refactor notice, and nothing else."""
-    warnings.filterwarnings(
-        "ignore", message=ARVIZ_REFACTOR_NOTICE, category=FutureWarning, module="arviz"
-    )
-
-
 def configure() -> None:
     """Apply the settings described in the module docstring (once per process)."""
     configure_pytensor_blas()
-    _silence_arviz_refactor_notice()
 
 
 configure()

@@ -6,7 +6,9 @@
   default: one variable per factor with named dimensions, readable by any netCDF tool)
   or as the estimator's own ``.npz`` (:meth:`LatentClassPMF.save
   <bayespmf.estimators.LatentClassPMF.save>`: arrays plus JSON metadata);
-* a posterior (``arviz.InferenceData``) as ArviZ's netCDF-4 groups.
+* a posterior (ArviZ 1's ``xarray.DataTree``, what :func:`bayespmf.models.sample`
+  returns) as netCDF-4 groups, one per ArviZ group. Posteriors saved by bayespmf 0.1
+  (ArviZ 0.23's ``InferenceData``, the same groups) load as a ``DataTree`` too.
 
 Every file records ``bayespmf_format`` (what it holds), ``format_version`` and the
 ``bayespmf_version`` that wrote it. :func:`load` recognizes the file by its first bytes
@@ -53,7 +55,7 @@ FORMAT_VERSION = 1
 
 #: The ``bayespmf_format`` tags, one per kind of object.
 _ESTIMATOR = "bayespmf.LatentClassPMF"
-_POSTERIOR = "bayespmf.InferenceData"
+_POSTERIOR = "bayespmf.InferenceData"  # the tag of bayespmf 0.1, kept so its files load
 
 #: netCDF-4 (HDF5) is the only netCDF flavour written; h5netcdf ships with ArviZ.
 _ENGINE = "h5netcdf"
@@ -69,11 +71,11 @@ class IncompatibleFormatError(DataValidationError):
 
 
 def save(obj, path, *, format: str | None = None) -> Path:
-    """Save a fitted ``LatentClassPMF`` or an ``arviz.InferenceData`` to ``path``.
+    """Save a fitted ``LatentClassPMF`` or a posterior (``xarray.DataTree``) to ``path``.
 
     Parameters
     ----------
-    obj : LatentClassPMF or arviz.InferenceData
+    obj : LatentClassPMF or xarray.DataTree
         A fitted estimator, or a posterior (e.g. from :func:`bayespmf.models.sample`).
     path : str or os.PathLike
         Written over if it exists.
@@ -109,23 +111,21 @@ def save(obj, path, *, format: str | None = None) -> Path:
     if _is_inference_data(obj):
         if format == "npz":
             raise ValueError(
-                "Posteriors (arviz.InferenceData) are saved as netCDF only; use a path "
+                "Posteriors (xarray.DataTree) are saved as netCDF only; use a path "
                 "ending in '.nc' or format='netcdf'."
             )
         _save_posterior(obj, path)
         return path
     raise ValueError(
-        "The 'obj' argument of save must be a fitted LatentClassPMF or an "
-        f"arviz.InferenceData. Got {type(obj).__name__}."
+        "The 'obj' argument of save must be a fitted LatentClassPMF or a posterior "
+        f"(xarray.DataTree, as bayespmf.models.sample returns). Got {type(obj).__name__}."
     )
 
 
 def _is_inference_data(obj) -> bool:
-    try:
-        import arviz as az
-    except ImportError:  # pragma: no cover - arviz is a core dependency
-        return False
-    return isinstance(obj, az.InferenceData)
+    import xarray as xr
+
+    return isinstance(obj, xr.DataTree)
 
 
 def _root_attrs(kind: str) -> dict:
@@ -160,11 +160,10 @@ def _save_estimator_netcdf(model, path: Path) -> None:
 
 
 def _save_posterior(idata, path: Path) -> None:
-    import xarray as xr
-
-    idata.to_netcdf(str(path), engine=_ENGINE)
-    # root-group attributes record what the file is; ArviZ reads only the groups
-    xr.Dataset(attrs=_root_attrs(_POSTERIOR)).to_netcdf(path, mode="a", engine=_ENGINE)
+    # root-group attributes record what the file is; the groups are ArviZ's
+    tree = idata.copy()
+    tree.attrs = dict(tree.attrs) | _root_attrs(_POSTERIOR)
+    tree.to_netcdf(path, engine=_ENGINE, mode="w")
 
 
 # ------------------------------------------------------------------------------ load
@@ -179,7 +178,7 @@ def load(path):
 
     Returns
     -------
-    LatentClassPMF or arviz.InferenceData
+    LatentClassPMF or xarray.DataTree
 
     Raises
     ------
@@ -257,10 +256,9 @@ def _load_netcdf(path: Path):
     except OSError as err:
         raise DataValidationError(f"{path} is not a readable netCDF-4 file: {err}") from err
     if kind == _POSTERIOR:
-        import arviz as az
-
         _check_version(path, attrs)
-        return az.from_netcdf(str(path), engine=_ENGINE)
+        with xr.open_datatree(path, engine=_ENGINE) as tree:
+            return tree.load()
     raise DataValidationError(
         f"{path} is a netCDF file but not one written by bayespmf.io.save (no "
         "'bayespmf_format' attribute). Use arviz.from_netcdf or xarray for other files."

@@ -40,8 +40,8 @@ import importlib.util
 import itertools
 import time
 
-import arviz as az
 import numpy as np
+import xarray as xr
 
 from bayespmf.datasets import load_car, load_votes, make_latent_class
 from bayespmf.estimators import LatentClassPMF
@@ -50,7 +50,9 @@ from bayespmf.models import convergence_summary, latent_class_model, sample
 
 def summarize(label, idata, elapsed):
     after = convergence_summary(idata)
-    raw = convergence_summary(az.InferenceData(posterior=idata.unaligned_posterior))
+    raw = convergence_summary(
+        xr.DataTree.from_dict({"posterior": idata["unaligned_posterior"].to_dataset()})
+    )
     raw_t, t = raw["table"], after["table"]
     print(
         f"| {label} | {elapsed:.1f} | {after['divergences']} "
@@ -144,7 +146,7 @@ def compare(name, data, rank, args):
         for (transform, ta), method in itertools.product(variants(args), methods):
             extra = {}
             if method not in (None, "default"):
-                extra["nuts_sampler_kwargs"] = {"chain_method": method}
+                extra["nuts"] = {"chain_method": method}
             t0 = time.perf_counter()
             idata = sample(
                 model,

@@ -24,10 +24,10 @@ from __future__ import annotations
 import argparse
 import time
 
-import arviz as az
 import numpy as np
 from lca_covariates import BETA, RANK, align, contrast_stderr, fit_stepmix, simulate
 
+from bayespmf._arviz import hdi_of_draws
 from bayespmf.estimators import LatentClassRegression
 from bayespmf.metrics import match_components
 from bayespmf.models import (
@@ -81,10 +81,10 @@ def main():
     draws = idata.posterior["coef_full"].values[..., post_perm]  # (chain, draw, D, F)
     draws = draws - draws[..., :1]
     mean, sd = draws.mean(axis=(0, 1)), draws.std(axis=(0, 1))
-    hdi = az.hdi(draws, hdi_prob=HDI_PROB)  # (D, F, 2)
+    hdi = hdi_of_draws(draws, HDI_PROB)  # (D, F, 2)
     # coef_full's column 0 is identically 0 (no r-hat): judge coef and the factors
     free = idata.copy()
-    free.posterior = free.posterior.drop_vars("coef_full")
+    free["posterior"] = free["posterior"].to_dataset().drop_vars("coef_full")
     summary = convergence_summary(free)
     table = summary["table"]
 

@@ -1,5 +1,7 @@
 import json
+import warnings
 import zipfile
+from pathlib import Path
 
 import arviz as az
 import numpy as np
@@ -21,10 +23,12 @@ def fitted():
 def idata():
     rng = np.random.default_rng(0)
     return az.from_dict(
-        posterior={"weights": rng.dirichlet([1, 1], size=(2, 5))},
-        log_likelihood={"x": rng.normal(size=(2, 5, 7))},
+        {
+            "posterior": {"weights": rng.dirichlet([1, 1], size=(2, 5))},
+            "log_likelihood": {"x": rng.normal(size=(2, 5, 7))},
+        },
         dims={"weights": ["class"]},
-        attrs={"method": "nuts"},
+        attrs={"posterior": {"method": "nuts"}},
     )
 
 
@@ -64,11 +68,52 @@ def test_netcdf_is_self_describing(fitted, tmp_path):
         assert json.loads(ds.attrs["params"])["method"] == "em"
 
 
+#: A posterior saved by bayespmf 0.1 (ArviZ 0.23.4, PyMC 5.28; see the script beside it).
+LEGACY_POSTERIOR = Path(__file__).parent / "data" / "posterior_bayespmf_0.1_arviz_0.23.nc"
+
+
+def test_posterior_saved_by_bayespmf_0_1_loads_and_works():
+    from bayespmf.models import (
+        convergence_summary,
+        posterior_class_proba,
+        posterior_params,
+        posterior_predict_proba,
+    )
+
+    back = bio.load(LEGACY_POSTERIOR)
+    assert isinstance(back, xr.DataTree)
+    assert {
+        "posterior",
+        "unaligned_posterior",
+        "sample_stats",
+        "log_likelihood",
+        "observed_data",
+        "constant_data",
+    } <= set(back.children)
+    post = back.posterior
+    assert (post.sizes["chain"], post.sizes["draw"], post.sizes["class"]) == (2, 20, 2)
+    w, stacked = posterior_params(back)  # the variables recorded at sampling time
+    np.testing.assert_allclose(w.sum(axis=1), 1.0)
+    assert stacked.shape == (40, 2 + 3 + 2, 2)
+    # the rows recorded in the file, read back as data
+    member = posterior_class_proba(back)
+    assert member["mean"].shape == (back.observed_data.sizes["row"], 2)
+    np.testing.assert_allclose(member["mean"].values.sum(axis=1), 1.0)
+    p = posterior_predict_proba(back, back.observed_data["x"].values, 1)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    # the per-row log-likelihood group works with ArviZ 1's LOO
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Pareto k of 40 draws
+        loo = az.loo(back)
+    assert np.isfinite(loo.elpd)
+    assert set(convergence_summary(back)["table"].index) == set(post.data_vars)
+
+
 def test_posterior_roundtrip(idata, tmp_path):
     path = bio.save(idata, tmp_path / "post.nc")
     back = bio.load(path)
-    assert isinstance(back, az.InferenceData)
-    assert set(back.groups()) == {"posterior", "log_likelihood"}
+    assert isinstance(back, xr.DataTree)
+    assert set(back.children) == {"posterior", "log_likelihood"}
     xr.testing.assert_equal(back.posterior, idata.posterior)
     xr.testing.assert_equal(back.log_likelihood, idata.log_likelihood)
     assert "bayespmf_format" not in idata.posterior.attrs  # the input is untouched
@@ -153,7 +198,7 @@ def test_foreign_files_are_refused(tmp_path):
 
 
 def test_save_errors(fitted, idata, tmp_path):
-    with pytest.raises(ValueError, match="fitted LatentClassPMF or an arviz"):
+    with pytest.raises(ValueError, match="fitted LatentClassPMF or a posterior"):
         bio.save({"weights": 1}, tmp_path / "x.nc")
     with pytest.raises(ValueError, match="not fitted"):
         bio.save(LatentClassPMF(2), tmp_path / "x.nc")

@@ -275,7 +275,7 @@ def fake_idata(truth, perms, noise=0.0, rng=None, data=None):
         coords = {"class": np.arange(len(truth.weights))} | {
             f"{n}_category": cats for n, cats in zip(names, data.categories, strict=True)
         }
-    return az.from_dict(posterior=post, dims=dims, coords=coords), names
+    return az.from_dict({"posterior": post}, dims=dims, coords=coords), names
 
 
 def test_align_undoes_planted_permutation(rng):
@@ -298,7 +298,7 @@ def test_align_undoes_planted_permutation(rng):
     np.testing.assert_array_equal(
         np.take_along_axis(raw, rec, axis=-1), aligned.posterior["weights"].values
     )
-    assert "unaligned_posterior" in aligned.groups()
+    assert "unaligned_posterior" in aligned.children
     np.testing.assert_array_equal(aligned.unaligned_posterior["weights"].values, raw)
     # raw r-hat is bad, aligned r-hat is fine on noisy draws
     # each chain sits in its own labelling, as samplers do (STACK-NOTES.md)
@@ -377,7 +377,7 @@ def test_impute_follows_the_fitted_conditional(rng):
         dims=("row", "variable"),
         coords={"variable": list(data.names)},
     )
-    idata.add_groups(observed_data=xr.Dataset({"x": rows}))
+    idata["observed_data"] = xr.Dataset({"x": rows})
     again = impute(idata, random_seed=0)
     np.testing.assert_array_equal(again.values, filled.values)
 
@@ -395,7 +395,7 @@ def test_compute_log_likelihood_equals_row_logliks_and_loo_runs(small, rng):
         post[factor_var_name(n)] = draw
         factors.append(draw)
     idata = az.from_dict(
-        posterior=post,
+        {"posterior": post},
         dims={"weights": ["class"]}
         | {factor_var_name(n): ["class", f"{n}_category"] for n in data.names},
     )
@@ -408,8 +408,8 @@ def test_compute_log_likelihood_equals_row_logliks_and_loo_runs(small, rng):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Estimated shape parameter of Pareto")
         loo = az.loo(idata)
-    assert np.isfinite(loo.elpd_loo)
-    assert loo.elpd_loo == pytest.approx(ll.values.mean((0, 1)).sum(), abs=5.0)
+    assert np.isfinite(loo.elpd)
+    assert loo.elpd == pytest.approx(ll.values.mean((0, 1)).sum(), abs=5.0)
 
 
 def test_membership_is_bayes_rule_when_every_draw_is_the_truth(small, rng):
@@ -470,13 +470,13 @@ def test_nuts_from_point_estimate(small):
     idata = sample(
         model, init=start, draws=100, tune=100, chains=2, random_seed=2, progressbar=False
     )
-    assert "log_likelihood" in idata.groups()
+    assert "log_likelihood" in idata.children
     assert idata.log_likelihood["x"].shape == (2, 100, data.n_samples)
     with warnings.catch_warnings():
         # 100 draws are too few for reliable Pareto-k; the diagnostic is not the point
         warnings.filterwarnings("ignore", "Estimated shape parameter of Pareto")
         loo = az.loo(idata)
-    assert np.isfinite(loo.elpd_loo)
+    assert np.isfinite(loo.elpd)
     # after alignment to the start, the posterior mean sits near the (permuted) truth
     mean_w = idata.posterior["weights"].mean(("chain", "draw")).values
     np.testing.assert_allclose(mean_w, start[0], atol=0.2)
@@ -535,9 +535,8 @@ def test_convergence_summary_names_chains_in_different_modes():
     centre = np.array([-100.0, -110.0, -100.0, -110.0])[:, None, None]
     ll = centre / 5 + rng.normal(0, 1 / np.sqrt(5), size=(4, 200, 5))
     post = xr.Dataset({"weights": (("chain", "draw", "class"), rng.random((4, 200, 2)))})
-    idata = az.InferenceData(
-        posterior=post, log_likelihood=xr.Dataset({"x": (("chain", "draw", "row"), ll)})
-    )
+    loglik = xr.Dataset({"x": (("chain", "draw", "row"), ll)})
+    idata = xr.DataTree.from_dict({"posterior": post, "log_likelihood": loglik})
     idata.posterior.attrs["chain_start_optimum"] = [0, 1, 0, 1]
     words = " ".join(convergence_summary(idata)["problems"])
     assert "2 different modes" in words
@@ -557,9 +556,8 @@ def test_convergence_summary_tells_slow_mixing_from_modes():
     post = xr.Dataset({"weights": (("chain", "draw", "class"), weights)})
     # ... while both chains' total log-likelihoods sit at the same level
     ll = rng.normal(-4.0, 0.5, size=(2, 300, 5))
-    idata = az.InferenceData(
-        posterior=post, log_likelihood=xr.Dataset({"x": (("chain", "draw", "row"), ll)})
-    )
+    loglik = xr.Dataset({"x": (("chain", "draw", "row"), ll)})
+    idata = xr.DataTree.from_dict({"posterior": post, "log_likelihood": loglik})
     words = " ".join(convergence_summary(idata)["problems"])
     assert "explore the same region of the posterior slowly" in words
     assert "modes" not in words
@@ -569,7 +567,8 @@ def test_convergence_summary_tells_slow_mixing_from_modes():
     assert "2 different modes" in words
     assert "slowly" not in words
     # without pointwise log-likelihoods, the generic words
-    words = " ".join(convergence_summary(az.InferenceData(posterior=post))["problems"])
+    bare = xr.DataTree.from_dict({"posterior": post})
+    words = " ".join(convergence_summary(bare)["problems"])
     assert "label switching not undone, several modes, or too few draws" in words
 
 

@@ -212,7 +212,7 @@ def test_initvals_and_alignment_without_sampling(sim):
     for n, k in zip(data.names, N_CAT, strict=True):
         coords[f"{n}_category"] = list(range(k))
         dims[factor_var_name(n)] = ["class", f"{n}_category"]
-    idata = az.from_dict(posterior=post, coords=coords, dims=dims)
+    idata = az.from_dict({"posterior": post}, coords=coords, dims=dims)
     aligned = align_regression_labels(idata, (BETA, factors))
     for d in range(2):
         np.testing.assert_allclose(aligned.posterior["coef_full"].values[0, d], BETA)
@@ -305,7 +305,7 @@ def test_regression_class_proba_averages_bayes_rule_over_draws():
     a0 = rng.dirichlet(np.ones(3), size=(n_draws, 3))  # (draw, class, category)
     a1 = rng.dirichlet(np.ones(3), size=(n_draws, 3))
     idata = az.from_dict(
-        posterior={"coef_full": coef[None], "A_u": a0[None], "A_v": a1[None]}
+        {"posterior": {"coef_full": coef[None], "A_u": a0[None], "A_v": a1[None]}}
     )
     from bayespmf.data import CategoricalData
 

@@ -52,7 +52,13 @@ def _fake_idata(V, theta, perms):
     verts = np.stack([V[p] for p in perms])[None]
     th = np.stack([theta[:, p] for p in perms])[None]
     return az.from_dict(
-        posterior={"vertices": verts, "theta": th, "sigma": np.ones((1, len(perms)))},
+        {
+            "posterior": {
+                "vertices": verts,
+                "theta": th,
+                "sigma": np.ones((1, len(perms))),
+            }
+        },
         dims={"vertices": ["vertex", "feature"], "theta": ["obs", "vertex"]},
     )
 
@@ -81,7 +87,7 @@ def test_align_vertices_errors(rng):
     idata = _fake_idata(np.eye(3), np.full((2, 3), 1 / 3), [np.arange(3)])
     with pytest.raises(DataValidationError, match=r"shape \(2, 3\).*\(3, 3\)"):
         align_vertices(idata, np.zeros((2, 3)))
-    bad = az.from_dict(posterior={"w": np.zeros((1, 2))})
+    bad = az.from_dict({"posterior": {"w": np.zeros((1, 2))}})
     with pytest.raises(DataValidationError, match=r"no 'vertices'"):
         align_vertices(bad, np.zeros((2, 3)))
 
@@ -101,7 +107,7 @@ def test_small_nuts_starts_at_vlad_and_aligns():
         progressbar=False,
     )
     assert idata.posterior.attrs["sampling_method"] == "nuts"
-    assert "unaligned_posterior" in idata.groups()
+    assert "unaligned_posterior" in idata.children
     raw = idata.unaligned_posterior["vertices"].values  # (chain, draw, K, D)
     # Chains start at the jittered VLAD vertices and stay in that labelling: without
     # init a chain would sit in an arbitrary permutation (5 of 6 for K = 3).

@@ -15,7 +15,7 @@ def idata(rng):
         post[f"A_{name}"] = rng.dirichlet(np.ones(len(cats)), (2, 40, 3))
         dims[f"A_{name}"] = ["class", f"{name}_category"]
         coords[f"{name}_category"] = cats
-    return az.from_dict(posterior=post, dims=dims, coords=coords)
+    return az.from_dict({"posterior": post}, dims=dims, coords=coords)
 
 
 def test_posterior_factor_plot_labels_and_intervals(idata):

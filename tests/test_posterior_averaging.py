@@ -21,8 +21,10 @@ def _loglik_fits(rng, means, n_rows=40, chains=2, draws=400):
     for label, mean in means.items():
         ll = rng.normal(mean, 0.05, size=(chains, draws, n_rows))
         fits[label] = az.from_dict(
-            posterior={"mu": rng.normal(size=(chains, draws))},
-            log_likelihood={"x": ll},
+            {
+                "posterior": {"mu": rng.normal(size=(chains, draws))},
+                "log_likelihood": {"x": ll},
+            },
         )
     return fits
 
@@ -30,7 +32,9 @@ def _loglik_fits(rng, means, n_rows=40, chains=2, draws=400):
 def _compare(fits, method):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pandas' inplace deprecation inside ArviZ
-        return az.compare({str(k): v for k, v in fits.items()}, method=method)
+        return az.compare(
+            {str(k): v for k, v in fits.items()}, method=method, round_to="none"
+        )
 
 
 # ------------------------------------------------------------------ stacking weights
@@ -46,7 +50,7 @@ def test_stacking_weights_equal_az_compare_on_pointwise_loo(rng):
     }
     fits = _loglik_fits(rng, means, n_rows=n)
     table = _compare(fits, "stacking")
-    loo_i = np.column_stack([az.loo(fits[k], pointwise=True).loo_i.values for k in fits])
+    loo_i = np.column_stack([az.loo(fits[k], pointwise=True).elpd_i.values for k in fits])
     w = stacking_weights(loo_i)
     assert w.sum() == pytest.approx(1.0)
     expected = np.array([table.loc[str(k), "weight"] for k in fits])
@@ -76,9 +80,33 @@ def test_stacking_weights_drop_a_dominated_model(rng):
     assert w[0] == pytest.approx(1.0, abs=1e-6)
 
 
+def test_bb_pseudo_bma_weights_are_bootstrapped_pseudo_bma(rng):
+    fits = _loglik_fits(rng, {1: -1.00, 2: -1.02, 3: -1.5})
+    elpd_i = np.column_stack(
+        [az.loo(f, pointwise=True).elpd_i.values for f in fits.values()]
+    )
+    n = elpd_i.shape[0]
+    # Yao et al. (2018), Sec. 3.2, by explicit loops over replications
+    boot = np.random.default_rng(7)
+    want = np.zeros(3)
+    for _ in range(1000):
+        z = n * boot.dirichlet(np.ones(n)) @ elpd_i
+        want += np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+    want /= 1000
+    got = rank_weights(fits, method="BB-pseudo-BMA", seed=7)
+    np.testing.assert_allclose(got.values, want, rtol=1e-10)
+    np.testing.assert_allclose(got.attrs["compare"]["weight"].loc[["1", "2", "3"]], want)
+    # the same seed gives the same weights; another seed other (bootstrap) weights
+    again = rank_weights(fits, method="BB-pseudo-BMA", seed=7)
+    np.testing.assert_array_equal(again.values, got.values)
+    other = rank_weights(fits, method="BB-pseudo-BMA", seed=8)
+    assert not np.array_equal(other.values, got.values)
+    np.testing.assert_allclose(other.values, got.values, atol=0.05)
+
+
 def test_pseudo_bma_weights_from_elpd(rng):
     fits = _loglik_fits(rng, {1: -1.00, 2: -1.02, 3: -1.5})
-    elpd = np.array([az.loo(f).elpd_loo for f in fits.values()])
+    elpd = np.array([az.loo(f).elpd for f in fits.values()])
     expected = np.exp(elpd - elpd.max())
     expected /= expected.sum()
     np.testing.assert_allclose(
@@ -105,7 +133,7 @@ def _fake_posterior(rng, n_cat, names, rank, chains=2, draws=5):
     for name, k in zip(names, n_cat, strict=True):
         post[f"A_{name}"] = rng.dirichlet(np.ones(k), size=(chains, draws, rank))
         dims[f"A_{name}"] = ["class", f"{name}_category"]
-    return az.from_dict(posterior=post, dims=dims)
+    return az.from_dict({"posterior": post}, dims=dims)
 
 
 def _brute_force_proba(idata, codes, names, target):
@@ -158,7 +186,7 @@ def _point_mass_sample(data, *, rank, init, draws, chains, **kw):
     for name, a in zip(data.names, init.factors, strict=True):
         post[f"A_{name}"] = np.broadcast_to(a.T, (chains, draws, *a.T.shape))
         dims[f"A_{name}"] = ["class", f"{name}_category"]
-    return az.from_dict(posterior=post, dims=dims)
+    return az.from_dict({"posterior": post}, dims=dims)
 
 
 def test_posterior_rows_of_point_mass_posteriors(monkeypatch):
@@ -273,5 +301,7 @@ def test_rank_weights_of_sampled_posteriors_equal_az_compare():
         w.values, [table.loc[str(r), "weight"] for r in (2, 3)], atol=1e-12
     )
     assert w.sum() == pytest.approx(1.0)
-    loo_i = np.column_stack([az.loo(f, pointwise=True).loo_i.values for f in fits.values()])
+    loo_i = np.column_stack(
+        [az.loo(f, pointwise=True).elpd_i.values for f in fits.values()]
+    )
     np.testing.assert_allclose(stacking_weights(loo_i), w.values, atol=2e-3)

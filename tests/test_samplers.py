@@ -88,7 +88,7 @@ def test_sample_with_backend_is_aligned_and_reproducible(small, backend):
     )
     idata = sample(model, **kw)
     assert idata.posterior["weights"].shape == (2, 40, 2)
-    assert {"unaligned_posterior", "observed_data"} <= set(idata.groups())
+    assert {"unaligned_posterior", "observed_data"} <= set(idata.children)
     perms = idata.sample_stats["class_permutation"].values
     assert perms.shape == (2, 40, 2)
     # aligned to the start: the class order of the start, whatever the chains did

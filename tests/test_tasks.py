@@ -139,7 +139,7 @@ def test_posterior_variant_with_point_mass_posterior_matches_point_estimate(monk
             post[f"A_{name}"] = np.broadcast_to(a.T, (chains, draws, *a.T.shape))
         dims = {"weights": ["class"]}
         dims |= {f"A_{n}": ["class", f"{n}_category"] for n in data.names}
-        idata = az.from_dict(posterior=post, dims=dims)
+        idata = az.from_dict({"posterior": post}, dims=dims)
         idata.posterior.attrs["sampling_time"] = 0.0
         return idata
 

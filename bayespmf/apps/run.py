@@ -252,7 +252,6 @@ def _fit(spec, data, target, out, metrics, written, progressbar):
 
 
 def _sample(spec, data, target, est, train, test, out, metrics, written, progressbar):
-    import arviz as az
     import matplotlib.pyplot as plt
 
     from bayespmf.models import convergence_summary, posterior_predict_proba, sample
@@ -333,13 +332,13 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
     metrics["sample"] = res
     if spec.output["netcdf"]:
         renamed = idata.copy()
-        for group in renamed.groups():
-            ds = getattr(renamed, group)
+        for group, node in idata.children.items():
+            ds = node.to_dataset()
             mapping = {v: _nc_name(v) for v in list(ds.data_vars) + list(ds.dims)}
             mapping = {k: v for k, v in mapping.items() if k != v}
             if mapping:
-                setattr(renamed, group, ds.rename(mapping))
-        az.to_netcdf(renamed, out / "posterior.nc", engine="h5netcdf")
+                renamed[group] = ds.rename(mapping)
+        renamed.to_netcdf(out / "posterior.nc", engine="h5netcdf")
         written.append("posterior.nc")
     if spec.output["figures"]:
         var_names = ["weights"] + [f"A_{n}" for n in data.names[: _MAX_PLOTTED // 4]]

@@ -70,13 +70,16 @@ References
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+import numba
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.basic import Apply
 from pytensor.link.c.op import COp
+from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 
 from bayespmf._validation import as_codes, check_int, check_random_state
 from bayespmf.pmf import (
@@ -153,7 +156,8 @@ class EStepStats(COp):
 
     A row whose every class has probability 0 contributes ``-inf`` to ``loglik`` and NaN
     responsibilities, as in :func:`em_step_numpy`. The C code checks shapes and index
-    bounds; :meth:`perform` is a NumPy fallback for linkers without C.
+    bounds. Under PyTensor's numba linker (its default) the same loop runs as numba
+    code (:func:`_estep_stats`); :meth:`perform` is a NumPy fallback for other linkers.
 
     Examples
     --------
@@ -193,7 +197,7 @@ class EStepStats(COp):
             outs = [pt.dmatrix(), pt.dvector(), *outs]
         return Apply(self, [log_weights, log_factors, indptr, indices], outs)
 
-    def infer_shape(self, fgraph, node, shapes):
+    def infer_shape(self, node, shapes):
         """Output shapes from the shape of ``log_factors``."""
         p_f = shapes[1]
         if self.with_counts:
@@ -322,6 +326,72 @@ class EStepStats(COp):
     def c_code_cache_version(self):
         """Version of the C code (bump on every change)."""
         return (2,)
+
+
+@numba.njit(cache=True, nogil=True)
+def _estep_stats(log_w, log_a, indptr, indices, with_counts):  # pragma: no cover - numba
+    """:class:`EStepStats` in numba: the C loop of :meth:`EStepStats.c_code`."""
+    n_stack, rank = log_a.shape
+    n_rows = indptr.size - 1
+    if log_w.size != rank:
+        raise ValueError("EStepStats: log_weights and log_factors disagree on the rank F.")
+    if n_rows < 0 or indptr[0] != 0 or indptr[n_rows] > indices.size:
+        raise ValueError("EStepStats: indptr is inconsistent.")
+    counts = np.zeros((n_stack, rank) if with_counts else (0, rank))
+    totals = np.zeros(rank)
+    buf = np.empty(rank)
+    total = 0.0
+    for s in range(n_rows):
+        for f in range(rank):
+            buf[f] = log_w[f]
+        for k in range(indptr[s], indptr[s + 1]):
+            j = indices[k]
+            if j < 0 or j >= n_stack:
+                raise IndexError("EStepStats: index out of range.")
+            for f in range(rank):
+                buf[f] += log_a[j, f]
+        m = buf[0]
+        for f in range(1, rank):
+            if buf[f] > m:
+                m = buf[f]
+        if not math.isfinite(m):
+            m = 0.0
+        z = 0.0
+        for f in range(rank):
+            buf[f] = math.exp(buf[f] - m)
+            z += buf[f]
+        total += math.log(z) + m
+        if with_counts:
+            for f in range(rank):
+                buf[f] /= z
+                totals[f] += buf[f]
+            for k in range(indptr[s], indptr[s + 1]):
+                j = indices[k]
+                for f in range(rank):
+                    counts[j, f] += buf[f]
+    return counts, totals, np.asarray(total)
+
+
+@register_funcify_default_op_cache_key(EStepStats)
+def _numba_estep_stats(op, node=None, **kwargs):
+    """PyTensor's numba backend (its default linker) runs :func:`_estep_stats`.
+
+    The integer returned with the function salts PyTensor's on-disk cache key (the
+    Op's class and props): bump it whenever the numba code changes.
+    """
+    if op.with_counts:
+
+        @numba.njit
+        def estep(log_w, log_a, indptr, indices):  # pragma: no cover - numba
+            return _estep_stats(log_w, log_a, indptr, indices, True)
+
+    else:
+
+        @numba.njit
+        def estep(log_w, log_a, indptr, indices):  # pragma: no cover - numba
+            return _estep_stats(log_w, log_a, indptr, indices, False)[2]
+
+    return estep, 1
 
 
 # ---------------------------------------------------------------- data preparation
@@ -657,12 +727,16 @@ def build_em_kernel(
     backend : {"auto", "numba", "pytensor", "scipy"}, default "auto"
         ``"numba"`` (and ``"auto"``): one cached numba loop over the rows
         (:class:`NumbaEMKernel`; also takes K starts at once and row weights);
-        ``"pytensor"``: the PyTensor graph with the fused C E-step (:class:`EMKernel`);
+        ``"pytensor"``: the PyTensor graph with the fused E-step Op
+        (:class:`EMKernel`; :class:`EStepStats` runs as a numba loop under PyTensor's
+        default numba linker and as C code under its C linker);
         ``"scipy"``: SciPy sparse products (:class:`SparseEMKernel`), the reference.
     row_weight : array_like, shape (S,), optional
         Weight of each row (numba backend only): the weighted EM map.
     mode : str or pytensor Mode, optional
-        Compilation mode of the PyTensor backend (default: PyTensor's, the C backend).
+        Compilation mode of the PyTensor backend (default: PyTensor's default mode,
+        whose linker is numba in PyTensor 3; ``"FAST_RUN"`` with ``linker="cvm"``
+        runs the C E-step).
 
     Returns
     -------

@@ -175,7 +175,7 @@ class JurorProblem:
         self.rows = np.concatenate(rows)
         self.cols = np.concatenate(cols)
         self.entry_weight = np.repeat(self.weights, self.sizes)
-        self.q = sp.block_diag(blocks, format="csr")
+        self.q = sp.block_diag([sp.csr_array(b) for b in blocks], format="csr")
         self.b = np.concatenate(b_all)
         self.floor = OBJECTIVE_FLOOR * float(self.weights @ self.c)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import xarray as xr
 from scipy.optimize import linear_sum_assignment
@@ -52,10 +50,11 @@ def hungarian_permutations(draws, reference, *, n_refine: int = 2) -> np.ndarray
 def apply_permutations(idata, perms, dim: str, stat_name: str):
     """Return a copy of ``idata`` whose posterior is relabeled along ``dim``.
 
+    ``idata`` is an ArviZ 1 ``xarray.DataTree`` (what ``pm.sample`` returns).
     ``perms`` has shape (chain, draw, K). The raw draws go to the group
     ``unaligned_posterior`` and the permutations to ``sample_stats[stat_name]``.
     """
-    post = idata.posterior
+    post = idata["posterior"].to_dataset()
     idx = xr.DataArray(perms, dims=("chain", "draw", dim))
     aligned = post.copy()
     for var in post.data_vars:
@@ -64,22 +63,22 @@ def apply_permutations(idata, perms, dim: str, stat_name: str):
     if dim in post.coords:
         aligned = aligned.assign_coords({dim: post[dim].values})
     new = idata.copy()
-    new.posterior = aligned
-    if "unaligned_posterior" not in new.groups():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # not in the ArviZ schema
-            new.add_groups({"unaligned_posterior": post})
+    new["posterior"] = aligned
+    if "unaligned_posterior" not in new.children:
+        new["unaligned_posterior"] = post
     stats = xr.DataArray(
         perms,
         dims=("chain", "draw", dim),
         coords={
-            "chain": post["chain"],
-            "draw": post["draw"],
+            "chain": post["chain"].values,
+            "draw": post["draw"].values,
             dim: np.arange(perms.shape[-1]),
         },
     )
-    if "sample_stats" in new.groups():
-        new.sample_stats[stat_name] = stats
+    if "sample_stats" in new.children:
+        sample_stats = new["sample_stats"].to_dataset()
+        sample_stats[stat_name] = stats
+        new["sample_stats"] = sample_stats
     else:
-        new.add_groups({"sample_stats": xr.Dataset({stat_name: stats})})
+        new["sample_stats"] = xr.Dataset({stat_name: stats})
     return new

@@ -110,17 +110,17 @@ class ClassSummedLoglik(Op):
         output_storage[0][0] = loglik
         output_storage[1][0] = resp
 
-    def infer_shape(self, fgraph, node, shapes):
+    def infer_shape(self, node, shapes):
         rows = shapes[0][0]
         return [(rows,), (rows, shapes[2][1])]
 
     def connection_pattern(self, node):
         return [[False, False], [True, True], [True, True]]
 
-    def L_op(self, inputs, outputs, output_grads):
+    def pullback(self, inputs, outputs, cotangents):
         codes, log_prior, log_a = inputs
         _, resp = outputs
-        g_ll, g_resp = output_grads
+        g_ll, g_resp = cotangents
         if not isinstance(g_resp.type, DisconnectedType):
             raise NotImplementedError(
                 "ClassSummedLoglik: the responsibilities output is not differentiable."
@@ -170,20 +170,26 @@ class ClassSummedLoglikGrad(Op):
             sum(self.n_cat),
         )
 
-    def infer_shape(self, fgraph, node, shapes):
+    def infer_shape(self, node, shapes):
         return [(int(sum(self.n_cat)), shapes[1][1])]
 
     def connection_pattern(self, node):
         return [[False], [True], [True]]
 
-    def grad(self, inputs, output_grads):
+    def pullback(self, inputs, outputs, cotangents):
         raise NotImplementedError(
             "Second derivatives of ClassSummedLoglik are not implemented."
         )
 
 
+#: Salt of PyTensor's on-disk cache key for the numba kernels below (PyTensor keys them
+#: by the Op's class and props only): bump it whenever their code changes, or a cache
+#: filled by an older bayespmf would keep running the old code.
+NUMBA_CACHE_VERSION = 2
+
+
 def _numba_kernels(op):
-    """The numba backend's implementation of either Op (what nutpie compiles)."""
+    """The numba backend's implementation of either Op (PyTensor 3's default linker)."""
     offsets, n_cat = _stacking(op.n_cat)
     n_stacked = int(n_cat.sum())
     if isinstance(op, ClassSummedLoglik):
@@ -191,6 +197,13 @@ def _numba_kernels(op):
         def loglik(codes, log_prior, log_a):  # pragma: no cover - numba
             rank = log_a.shape[1]
             prior = np.ascontiguousarray(log_prior).reshape((-1, rank))
+            # one prior row shared by every row, or one per row (as in perform)
+            if prior.shape[0] != 1 and prior.shape[0] != codes.shape[0]:
+                raise ValueError(
+                    "ClassSummedLoglik: log_prior and codes have different row counts; "
+                    "give one row per row of codes, or a (F,) or statically (1, F) "
+                    "prior shared by all."
+                )
             return rows_loglik(
                 codes,
                 offsets,
@@ -199,7 +212,7 @@ def _numba_kernels(op):
                 np.ascontiguousarray(log_a),
             )
 
-        return numba.njit(loglik)
+        return numba.njit(loglik), NUMBA_CACHE_VERSION
 
     def loglik_grad(codes, resp, g):  # pragma: no cover - numba
         return rows_loglik_grad(
@@ -211,7 +224,7 @@ def _numba_kernels(op):
             n_stacked,
         )
 
-    return numba.njit(loglik_grad)
+    return numba.njit(loglik_grad), NUMBA_CACHE_VERSION
 
 
 for _op_type in (ClassSummedLoglik, ClassSummedLoglikGrad):

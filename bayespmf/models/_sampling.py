@@ -63,7 +63,7 @@ NUTS_SAMPLERS = {
 
 #: Keyword arguments of ``pm.sample`` that the external samplers take as well; any
 #: other one is PyMC-only and refused for them rather than silently dropped.
-_EXTERNAL_KWARGS = ("target_accept", "nuts_sampler_kwargs", "cores", "var_names")
+_EXTERNAL_KWARGS = ("target_accept", "nuts", "cores", "var_names")
 
 #: nutpie's own default ``target_accept`` (the same as PyMC's NUTS).
 _DEFAULT_TARGET_ACCEPT = 0.8
@@ -131,15 +131,17 @@ def run_sampler(
     of them are hyper-threads, which leaves one core on a 2-core machine).
 
     ``sample_kwargs`` may hold ``nuts_sampler`` (default ``"pymc"``); the external
-    samplers take ``target_accept``, ``cores``, ``var_names`` and
-    ``nuts_sampler_kwargs`` (for nutpie, ``backend``/``gradient_backend`` there go to
-    ``nutpie.compile_pymc_model`` and the rest to ``nutpie.sample``).
+    samplers take ``target_accept``, ``cores``, ``var_names`` and ``nuts`` (PyMC 6's
+    dict of NUTS options, formerly ``nuts_sampler_kwargs``; for nutpie,
+    ``backend``/``gradient_backend`` there go to ``nutpie.compile_pymc_model`` and
+    the rest to ``nutpie.sample``).
 
     Returns
     -------
-    arviz.InferenceData
-        ``posterior.attrs`` record ``sampling_method``, ``nuts_sampler`` and
-        ``sampling_time`` (seconds, compilation included).
+    xarray.DataTree
+        ArviZ 1's posterior container; ``posterior.attrs`` record
+        ``sampling_method``, ``nuts_sampler`` and ``sampling_time`` (seconds,
+        compilation included).
 
     Raises
     ------
@@ -162,6 +164,8 @@ def run_sampler(
                 progressbar=progressbar,
             )
             if nuts_sampler == "pymc":
+                # PyMC 6 picks nutpie by default when it is installed: name PyMC's own
+                sample_kwargs["nuts_sampler"] = "pymc"
                 if initvals is not None:
                     sample_kwargs.setdefault("init", "adapt_diag")
                 if "jax" in sys.modules and sample_kwargs["cores"] > 1:
@@ -239,12 +243,12 @@ def _sample_nutpie(
     cores,
     target_accept=_DEFAULT_TARGET_ACCEPT,
     var_names=None,
-    nuts_sampler_kwargs=None,
+    nuts=None,
 ):
     """Run nutpie, one single-chain run per start, ``cores`` runs at a time."""
     import nutpie
 
-    kwargs = {"save_warmup": False} | dict(nuts_sampler_kwargs or {})
+    kwargs = {"save_warmup": False} | dict(nuts or {})
     compile_kwargs = {
         k: kwargs.pop(k) for k in ("backend", "gradient_backend") if k in kwargs
     }
@@ -273,8 +277,8 @@ def _sample_nutpie(
         ]
         runs.extend(run.wait() for run in batch)
     groups = {}
-    for group in runs[0].groups():
-        joined = xr.concat([run[group] for run in runs], dim="chain")
+    for group in runs[0].children:
+        joined = xr.concat([run[group].to_dataset() for run in runs], dim="chain")
         groups[group] = joined.assign_coords(chain=np.arange(chains))
     for group in ("posterior", "warmup_posterior"):
         if group in groups:  # nutpie stores the unconstrained values too
@@ -283,9 +287,9 @@ def _sample_nutpie(
     # nutpie writes category labels as strings: use the model's coordinates
     coords = {d: (d, list(model.coords[d])) for d in posterior.dims if d in model.coords}
     groups["posterior"] = posterior.assign_coords(coords)
-    import arviz as az
-
-    return az.InferenceData(**groups)
+    tree = xr.DataTree.from_dict(groups)
+    tree["posterior"].attrs.update(runs[0]["posterior"].attrs)
+    return tree
 
 
 def _cpu_devices_for_chains(n_devices: int) -> bool:
@@ -322,13 +326,13 @@ def _sample_jax(
     cores,
     target_accept=_DEFAULT_TARGET_ACCEPT,
     var_names=None,
-    nuts_sampler_kwargs=None,
+    nuts=None,
 ):
     """Run numpyro or blackjax through PyMC's JAX driver, starts not jittered."""
     _cpu_devices_for_chains(max(chains, cores))
     import jax
 
-    kwargs = dict(nuts_sampler_kwargs or {})
+    kwargs = dict(nuts or {})
     kwargs.setdefault("jitter", initvals is None)
     # pmap needs a device per chain; with fewer (JAX already started with one CPU
     # device) run the chains vectorized rather than one after the other
@@ -339,7 +343,7 @@ def _sample_jax(
         # JAX on CPU cannot reuse the draws' buffers for PyMC's post-processing; it
         # says so for every run, and nothing can be done about it
         warnings.filterwarnings("ignore", "Some donated buffers", UserWarning)
-        return pm.sample(
+        tree = pm.sample(
             draws=draws,
             tune=tune,
             chains=chains,
@@ -349,6 +353,16 @@ def _sample_jax(
             nuts_sampler=nuts_sampler,
             target_accept=target_accept,
             var_names=var_names,
-            nuts_sampler_kwargs=kwargs,
+            nuts=kwargs,
             compute_convergence_checks=False,
         )
+    # PyMC 6's JAX driver leaves JAX arrays in the groups, which xarray cannot index
+    # by arrays (label alignment does): hold NumPy arrays, as the other samplers do
+    return tree.map_over_datasets(_as_numpy)
+
+
+def _as_numpy(ds):
+    """``ds`` with every variable's data as a NumPy array (a JAX array is copied out)."""
+    if ds is None:
+        return ds
+    return ds.copy(data={name: np.asarray(var.data) for name, var in ds.data_vars.items()})

@@ -16,7 +16,6 @@ combined as a mixture of their predictive distributions,
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -108,30 +107,34 @@ def stacking_weights(
     return w
 
 
-def rank_weights(
-    idatas: Mapping, *, method: str = "stacking", ic: str = "loo", seed: int = 0
-) -> pd.Series:
-    """Weights of posteriors (e.g. one per rank) from ``az.compare``.
+def rank_weights(idatas: Mapping, *, method: str = "stacking", seed=0) -> pd.Series:
+    """Weights of posteriors (e.g. one per rank) from their PSIS-LOO.
 
     Each posterior needs a ``log_likelihood`` group over the *same* rows
     (:func:`bayespmf.models.sample` adds it by default), so that the pointwise
-    PSIS-LOO (or WAIC) values line up.
+    PSIS-LOO values (``az.loo(..., pointwise=True)``) line up. ``"stacking"`` and
+    ``"pseudo-BMA"`` are ArviZ's ``az.compare`` weights. ``"BB-pseudo-BMA"`` is
+    computed here from the same pointwise values, as in Yao et al. (2018), Sec. 3.2:
+    1000 Bayesian-bootstrap replications (Dirichlet(1, ..., 1) weights over the rows)
+    of every posterior's elpd, each turned into pseudo-BMA weights, then averaged;
+    the replications come from ``seed`` (ArviZ 1 fixes its own seed there).
 
     Parameters
     ----------
-    idatas : mapping of label to arviz.InferenceData
+    idatas : mapping of label to xarray.DataTree
         E.g. ``{rank: idata}``; labels may be ints.
     method : {"stacking", "pseudo-BMA", "BB-pseudo-BMA"}, default "stacking"
         As in ``az.compare``.
-    ic : {"loo", "waic"}, default "loo"
-    seed : int, default 0
-        For the Bayesian bootstrap of ``"BB-pseudo-BMA"``.
+    seed : int or numpy.random.Generator, default 0
+        For the Bayesian bootstrap of ``"BB-pseudo-BMA"`` (the other methods are
+        deterministic).
 
     Returns
     -------
     pandas.Series
         The weights, indexed by the labels in the order of ``idatas``; they sum to
-        one. ``.attrs["compare"]`` holds ``az.compare``'s table (labels as strings).
+        one. ``.attrs["compare"]`` holds ``az.compare``'s table (labels as strings;
+        its ``weight`` column is the weights returned).
 
     Examples
     --------
@@ -139,8 +142,8 @@ def rank_weights(
     >>> rng = np.random.default_rng(0)
     >>> def fit(loglik):  # 2 chains x 500 draws, 20 rows
     ...     ll = rng.normal(loglik, 0.01, (2, 500, 20))
-    ...     return az.from_dict(posterior={"mu": rng.normal(size=(2, 500))},
-    ...                         log_likelihood={"x": ll})
+    ...     return az.from_dict({"posterior": {"mu": rng.normal(size=(2, 500))},
+    ...                          "log_likelihood": {"x": ll}})
     >>> fits = {2: fit(-2.0), 3: fit(-1.0)}  # rank 3 predicts every row better
     >>> w = rank_weights(fits)
     >>> list(w.index), float(w.sum()), bool(w[3] > 0.99)
@@ -150,7 +153,7 @@ def rank_weights(
 
     if not isinstance(idatas, Mapping) or len(idatas) < 1:
         raise DataValidationError(
-            "'idatas' must be a non-empty mapping of labels to InferenceData."
+            "'idatas' must be a non-empty mapping of labels to posteriors (DataTree)."
         )
     if method not in RANK_WEIGHT_METHODS:
         raise DataValidationError(
@@ -164,16 +167,39 @@ def rank_weights(
     by_str = {str(k): k for k in labels}
     if len(by_str) != len(labels):
         raise DataValidationError("The labels of 'idatas' must differ as strings.")
-    with warnings.catch_warnings():
-        # ArviZ 0.23 sorts with pandas' deprecated ``inplace=True``: not the caller's
-        warnings.filterwarnings("ignore", message=r".*inplace keyword.*")
-        table = az.compare(
-            {str(k): v for k, v in idatas.items()}, ic=ic, method=method, seed=seed
-        )
-    w = np.clip(np.array([float(table.loc[str(k), "weight"]) for k in labels]), 0, None)
+    loo = {str(k): az.loo(v, pointwise=True) for k, v in idatas.items()}
+    # round_to="none": ArviZ 1 rounds the table (weights to 2 digits) by default
+    table = az.compare(
+        loo,
+        method="pseudo-BMA" if method == "BB-pseudo-BMA" else method,
+        round_to="none",
+    )
+    if method == "BB-pseudo-BMA":
+        elpd_i = np.column_stack([np.ravel(loo[str(k)].elpd_i) for k in labels])
+        w = _bb_pseudo_bma(elpd_i, seed)
+        table["weight"] = pd.Series(w, index=[str(k) for k in labels])
+    else:
+        w = np.array([float(table.loc[str(k), "weight"]) for k in labels])
+    w = np.clip(w, 0, None)
     out = pd.Series(w / w.sum(), index=labels, name="weight")
     out.attrs["compare"] = table
     return out
+
+
+#: Bayesian-bootstrap replications of ``"BB-pseudo-BMA"`` (ArviZ's number).
+_BB_REPLICATIONS = 1000
+
+
+def _bb_pseudo_bma(elpd_i, seed) -> np.ndarray:
+    """BB-pseudo-BMA weights from pointwise elpd (rows x models), Yao et al. Sec. 3.2."""
+    rng = np.random.default_rng(seed)
+    n = elpd_i.shape[0]
+    alpha = rng.dirichlet(np.ones(n), size=_BB_REPLICATIONS)  # (B, n)
+    z = n * (alpha @ elpd_i)  # (B, K): bootstrapped elpd of every model
+    z -= z.max(axis=1, keepdims=True)  # log space: softmax without overflow
+    w = np.exp(z)
+    w /= w.sum(axis=1, keepdims=True)
+    return w.mean(axis=0)
 
 
 def averaged_predict_proba(idatas, weights, data, target, *, model_data=None) -> np.ndarray:
@@ -191,7 +217,7 @@ def averaged_predict_proba(idatas, weights, data, target, *, model_data=None) ->
 
     Parameters
     ----------
-    idatas : mapping of label to arviz.InferenceData, or sequence of them
+    idatas : mapping of label to xarray.DataTree, or sequence of them
         Posteriors of models over the same variables (e.g. one per rank).
     weights : mapping of label to float, pandas.Series or sequence of float
         Non-negative; normalized to sum to one. A posterior with weight zero is
@@ -216,10 +242,10 @@ def averaged_predict_proba(idatas, weights, data, target, *, model_data=None) ->
     >>> dims = {"weights": ["class"], "A_u": ["class", "u_category"],
     ...         "A_v": ["class", "v_category"]}
     >>> def point(a):  # one class, one draw: Pr(v | u) = a[1]
-    ...     return az.from_dict(posterior={
+    ...     return az.from_dict({"posterior": {
     ...         "weights": np.ones((1, 1, 1)),
     ...         "A_u": np.array(a[0]).reshape(1, 1, 1, 2),
-    ...         "A_v": np.array(a[1]).reshape(1, 1, 1, 2)}, dims=dims)
+    ...         "A_v": np.array(a[1]).reshape(1, 1, 1, 2)}}, dims=dims)
     >>> fits = {1: point([[0.5, 0.5], [0.9, 0.1]]), 2: point([[0.5, 0.5], [0.3, 0.7]])}
     >>> data = CategoricalData.from_codes([[0, -1]], [2, 2], names=["u", "v"])
     >>> averaged_predict_proba(fits, {1: 0.5, 2: 0.5}, data, "v", model_data=data)

@@ -10,6 +10,7 @@ import pandas as pd
 import xarray as xr
 from scipy.special import logsumexp
 
+from bayespmf._arviz import hdi_of_draws
 from bayespmf._validation import (
     DataValidationError,
     as_codes,
@@ -143,14 +144,14 @@ def posterior_params(idata, data: CategoricalData | None = None, group: str = "p
     Examples
     --------
     >>> import arviz as az
-    >>> idata = az.from_dict(posterior={
-    ...     "weights": np.full((1, 3, 2), 0.5), "A_a": np.full((1, 3, 2, 4), 0.25)})
+    >>> idata = az.from_dict({"posterior": {
+    ...     "weights": np.full((1, 3, 2), 0.5), "A_a": np.full((1, 3, 2, 4), 0.25)}})
     >>> data = CategoricalData.from_codes([[0]], [4], names=["a"])
     >>> [x.shape for x in posterior_params(idata, data)]
     [(3, 2), (3, 4, 2)]
     """
     names = _names(idata, data)
-    post = getattr(idata, group)
+    post = idata[group]
     w = post["weights"].values
     c, d, f = w.shape
     stacked = np.concatenate(
@@ -184,7 +185,7 @@ def align_labels(
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         With a ``posterior`` group from :func:`latent_class_model`.
     reference : LatentClassPMF, (weights, factors) or dict
         The pivot.
@@ -196,7 +197,7 @@ def align_labels(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         A new object whose ``posterior`` is aligned; the draws as sampled are kept in
         the group ``unaligned_posterior`` and the permutations (``perm[f]`` = raw
         class put at position ``f``) in ``sample_stats["class_permutation"]``.
@@ -227,7 +228,7 @@ def _names(idata, data):
     if names is not None:
         return json.loads(names) if isinstance(names, str) else list(names)
     for group, var in (("observed_data", OBSERVED_NAME), ("constant_data", DATA_NAME)):
-        if group in idata.groups() and var in idata[group]:
+        if group in idata.children and var in idata[group]:
             return [str(v) for v in idata[group][var]["variable"].values]
     raise DataValidationError("Pass 'data' (the data the model was built from).")
 
@@ -242,7 +243,7 @@ def _idata_data(idata, data) -> CategoricalData:
         codes, _ = as_codes(data, n_cat, name="data", allow_empty_columns=True)
         return CategoricalData(codes, n_cat, names)
     for group, var in (("observed_data", OBSERVED_NAME), ("constant_data", DATA_NAME)):
-        if group in idata.groups() and var in idata[group]:
+        if group in idata.children and var in idata[group]:
             rows = idata[group][var]
             names = [str(v) for v in rows["variable"].values]
             cats = [
@@ -325,7 +326,7 @@ def sample(
         estimate (``init``, or a CNMF-SPA-EM fit when ``init`` is None).
     log_likelihood : bool, default True
         Add a ``log_likelihood`` group with the per-row log-likelihood of the
-        observed rows ``x`` (``pm.compute_log_likelihood``; for ``az.loo``/``az.waic``).
+        observed rows ``x`` (``pm.compute_log_likelihood``; for ``az.loo``).
     simplex_transform : {"pivot", "pymc"}, default "pivot"
         The unconstrained coordinates the sampler moves in (the model, and so the
         posterior, are the same either way). ``"pivot"``: every simplex row (the
@@ -349,7 +350,7 @@ def sample(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``posterior`` (aligned), the model's rows as ``observed_data["x"]`` and
         ``constant_data["rows"]``; ``posterior.attrs`` record the wall time
         (``sampling_time``) and the method. The sampler runs on the model with its
@@ -511,13 +512,15 @@ def _change_value_transforms(model, transforms: dict):
         if not isinstance(node.op, ModelFreeRV):
             continue
         [dummy_rv] = node.outputs
-        rv, _value, *dims = node.inputs
-        transform = transforms.get(dummy_rv.name)
+        rv, _value = node.inputs
+        transform = transforms.get(node.op.name)
         if transform is None:
             continue
         new_value = transform.forward(rv, *rv.owner.inputs).type()
-        new_value.name = get_transformed_name(dummy_rv.name, transform)
-        replacements.append((dummy_rv, model_free_rv(rv, new_value, transform, *dims)))
+        new_value.name = get_transformed_name(node.op.name, transform)
+        replacements.append(
+            (dummy_rv, model_free_rv(rv, new_value, transform, node.op.name, *node.op.dims))
+        )
     toposort_replace(fgraph, tuple(replacements))
     return model_from_fgraph(fgraph, mutate_fgraph=True)
 
@@ -532,11 +535,12 @@ def _add_data_groups(idata, model) -> None:
     # model coordinates are tuples, which xarray would read as (dims, data)
     coords = {d: list(model.coords[d]) for d in ("row", "variable")}
     for group, var in (("observed_data", OBSERVED_NAME), ("constant_data", DATA_NAME)):
-        if group not in idata.groups():
-            ds = xr.Dataset({var: (("row", "variable"), codes)}, coords=coords)
-            idata.add_groups({group: ds})
+        if group not in idata.children:
+            idata[group] = xr.Dataset({var: (("row", "variable"), codes)}, coords=coords)
         elif var not in idata[group]:
-            idata[group][var] = (("row", "variable"), codes)
+            ds = idata[group].to_dataset()
+            ds[var] = (("row", "variable"), codes)
+            idata[group] = ds.assign_coords(coords)
 
 
 def _optima_starts(point) -> list:
@@ -559,7 +563,7 @@ def posterior_predict_proba(idata, data, target, *, model_data=None) -> np.ndarr
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         From :func:`sample` (aligned or not: the average does not depend on labels).
     data : CategoricalData or array_like of int
         Rows to predict for (same variables as the model's data).
@@ -624,7 +628,7 @@ def posterior_class_proba(
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Posterior draws from :func:`sample` (aligned).
     data : CategoricalData or array_like of int, optional
         Rows to classify; by default the model's rows recorded in ``idata``.
@@ -645,16 +649,14 @@ def posterior_class_proba(
     --------
     >>> import arviz as az
     >>> w, a = np.array([0.5, 0.5]), np.array([[0.9, 0.1], [0.2, 0.8]])  # (class, cat)
-    >>> idata = az.from_dict(posterior={
-    ...     "weights": np.tile(w, (1, 4, 1)), "A_v": np.tile(a, (1, 4, 1, 1))})
+    >>> idata = az.from_dict({"posterior": {
+    ...     "weights": np.tile(w, (1, 4, 1)), "A_v": np.tile(a, (1, 4, 1, 1))}})
     >>> data = CategoricalData.from_codes([[0], [1]], [2], names=["v"])
     >>> member = posterior_class_proba(idata, data)
     >>> member["mean"].values.round(3)  # Bayes' rule: 0.9 / (0.9 + 0.2), ...
     array([[0.818, 0.182],
            [0.111, 0.889]])
     """
-    import arviz as az
-
     data = _idata_data(idata, data)
     w, stacked = posterior_params(idata, data)
     post = idata.posterior
@@ -678,7 +680,7 @@ def posterior_class_proba(
             draws_out[:, rows] = probs
             continue
         mean[rows], sd[rows] = probs.mean(0), probs.std(0)
-        hdi[rows] = az.hdi(probs.reshape(c, d, -1, f), hdi_prob=hdi_prob)
+        hdi[rows] = hdi_of_draws(probs.reshape(c, d, -1, f), hdi_prob)
     class_coord = post["class"].values if "class" in post.coords else np.arange(f)
     coords = {"row": np.arange(n_rows), "class": class_coord}
     if return_draws:
@@ -718,7 +720,7 @@ def impute(idata, data=None, *, random_seed=None) -> xr.DataArray:
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Posterior draws from :func:`sample`.
     data : CategoricalData or array_like of int, optional
         Rows to complete (``-1`` = missing); by default the model's rows recorded in
@@ -735,9 +737,9 @@ def impute(idata, data=None, *, random_seed=None) -> xr.DataArray:
     --------
     >>> import arviz as az
     >>> w, a = np.array([0.5, 0.5]), np.array([[1.0, 0.0], [0.0, 1.0]])  # (class, cat)
-    >>> idata = az.from_dict(posterior={
+    >>> idata = az.from_dict({"posterior": {
     ...     "weights": np.tile(w, (1, 4, 1)),
-    ...     "A_u": np.tile(a, (1, 4, 1, 1)), "A_v": np.tile(a, (1, 4, 1, 1))})
+    ...     "A_u": np.tile(a, (1, 4, 1, 1)), "A_v": np.tile(a, (1, 4, 1, 1))}})
     >>> data = CategoricalData.from_codes([[0, -1], [-1, 1]], [2, 2], names=["u", "v"])
     >>> filled = impute(idata, data, random_seed=0)
     >>> filled.shape, filled.values[0, 0].tolist()  # u and v always agree here
@@ -799,7 +801,7 @@ def convergence_summary(idata, *, rhat_max: float = 1.01, ess_min: float = 400) 
         tail ESS), ``divergences`` (int), ``problems`` (list of str; empty if none)
         and ``ok`` (bool).
     """
-    post = idata.posterior
+    post = idata["posterior"].to_dataset()
     rows = []
     for var in post.data_vars:  # per variable: different dims (STACK-NOTES.md)
         one = post[[var]]
@@ -813,7 +815,7 @@ def convergence_summary(idata, *, rhat_max: float = 1.01, ess_min: float = 400) 
         )
     table = pd.DataFrame(rows).set_index("variable")
     div = 0
-    if "sample_stats" in idata.groups() and "diverging" in idata.sample_stats:
+    if "sample_stats" in idata.children and "diverging" in idata.sample_stats:
         div = int(idata.sample_stats["diverging"].values.sum())
     problems = []
     levels = _chain_levels(idata)
@@ -855,7 +857,7 @@ def _chain_levels(idata):
     Chains are grouped by their mean total log-likelihood: a gap of more than
     ``MODE_GAP_SDS`` pooled within-chain sds starts a new group (a mode).
     """
-    if "log_likelihood" not in idata.groups() or idata.posterior.sizes.get("chain", 1) < 2:
+    if "log_likelihood" not in idata.children or idata.posterior.sizes.get("chain", 1) < 2:
         return None
     ll = idata.log_likelihood["x"].sum("row").values  # (chain, draw)
     means, sds = ll.mean(axis=1), ll.std(axis=1)
@@ -965,7 +967,7 @@ def select_rank(
         loo = {}
         for r in table.index:
             res = az.loo(sample(data.drop_empty_rows(), rank=int(r), **kw))
-            loo[int(r)] = (res.elpd_loo, res.se, res.p_loo)
+            loo[int(r)] = (res.elpd, res.se, res.p)
         for k, name in enumerate(("elpd_loo", "se", "p_loo")):
             table[name] = [loo[int(r)][k] for r in table.index]
     return table, best_rank(table, keys[criterion])

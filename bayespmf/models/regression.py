@@ -25,6 +25,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
+from bayespmf._arviz import hdi_of_draws
 from bayespmf._validation import (
     DataValidationError,
     as_codes,
@@ -479,7 +480,7 @@ def align_regression_labels(idata, reference, *, n_refine: int = 2):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         With a ``posterior`` from :func:`latent_class_regression_model`.
     reference : LatentClassRegression, (coef, factors) or dict
         The pivot (only its factors are used).
@@ -488,7 +489,7 @@ def align_regression_labels(idata, reference, *, n_refine: int = 2):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         A new object; the raw draws in ``unaligned_posterior`` and the permutations in
         ``sample_stats["class_permutation"]``.
     """
@@ -508,12 +509,14 @@ def align_regression_labels(idata, reference, *, n_refine: int = 2):
     ).reshape(c * d, rank, -1)
     perms = hungarian_permutations(feats, ref, n_refine=n_refine)
     new = apply_permutations(idata, perms.reshape(c, d, rank), "class", "class_permutation")
-    full = new.posterior[COEF_FULL_NAME]
+    aligned = new["posterior"].to_dataset()
+    full = aligned[COEF_FULL_NAME]
     full = full - full.isel({"class": 0})
-    new.posterior[COEF_FULL_NAME] = full.transpose(*post[COEF_FULL_NAME].dims)
+    aligned[COEF_FULL_NAME] = full.transpose(*post[COEF_FULL_NAME].dims)
     free = full.isel({"class": slice(1, None)}).rename({"class": FREE_CLASS_DIM})
     free = free.assign_coords({FREE_CLASS_DIM: post[FREE_CLASS_DIM].values})
-    new.posterior[COEF_NAME] = free.transpose(*post[COEF_NAME].dims)
+    aligned[COEF_NAME] = free.transpose(*post[COEF_NAME].dims)
+    new["posterior"] = aligned
     return new
 
 
@@ -578,7 +581,7 @@ def sample_regression(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``posterior`` (aligned) with ``coef``, ``coef_full`` and the factors;
         ``posterior.attrs`` record ``sampling_time`` (seconds, compilation included)
         and the point estimate's ``coef`` (``point_coef``, JSON) it was aligned to.
@@ -647,7 +650,7 @@ def regression_class_proba(
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Posterior of :func:`latent_class_regression_model` (``coef_full`` and the
         ``A_<name>`` factors).
     data : CategoricalData, pandas.DataFrame or array_like of int (S, N)
@@ -669,15 +672,14 @@ def regression_class_proba(
     >>> import arviz as az
     >>> coef = np.array([[0.0, 0.0], [0.0, 2.0]])  # (covariate, class): z favours 1
     >>> a = np.array([[0.5, 0.5], [0.5, 0.5]])  # (class, category): x says nothing
-    >>> idata = az.from_dict(posterior={"coef_full": np.tile(coef, (1, 4, 1, 1)),
-    ...                                 "A_v": np.tile(a, (1, 4, 1, 1))})
+    >>> idata = az.from_dict({"posterior": {"coef_full": np.tile(coef, (1, 4, 1, 1)),
+    ...                                     "A_v": np.tile(a, (1, 4, 1, 1))}})
     >>> data = CategoricalData.from_codes([[0], [1]], [2], names=["v"])
     >>> p = regression_class_proba(idata, data, [[0.0], [1.0]])
     >>> p["mean"].values.round(3)  # the prior alone: softmax(0, 0), softmax(0, 2)
     array([[0.5  , 0.5  ],
            [0.119, 0.881]])
     """
-    import arviz as az
     from scipy.special import log_softmax, logsumexp
 
     if isinstance(data, pd.DataFrame):
@@ -716,7 +718,7 @@ def regression_class_proba(
     log_prior = log_softmax(np.einsum("sk,dkf->dsf", z, coef.reshape(c * d, n_dim, f)), 2)
     lj = log_prior + np.matmul(one_hot, log_a)  # (draws, S, F)
     probs = np.exp(lj - logsumexp(lj, axis=2, keepdims=True))
-    hdi = az.hdi(probs.reshape(c, d, data.n_samples, f), hdi_prob=hdi_prob)
+    hdi = hdi_of_draws(probs.reshape(c, d, data.n_samples, f), hdi_prob)
     class_coord = post["class"].values if "class" in post.coords else np.arange(f)
     dims = ("row", "class")
     return xr.Dataset(

@@ -319,7 +319,7 @@ def align_vertices(idata, reference_vertices, *, n_refine: int = 2):
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         With a ``posterior`` group holding ``vertices`` (chain, draw, vertex, feature).
     reference_vertices : array_like (K, D) or a fitted estimator with ``vertices_``
         The pivot (from outside the chains, e.g. VLAD).
@@ -329,7 +329,7 @@ def align_vertices(idata, reference_vertices, *, n_refine: int = 2):
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         A new object whose ``posterior`` is aligned; the draws as sampled are kept in
         the group ``unaligned_posterior`` and the permutations (``perm[k]`` = raw
         vertex put at position ``k``) in ``sample_stats["vertex_permutation"]``.
@@ -345,7 +345,7 @@ def align_vertices(idata, reference_vertices, *, n_refine: int = 2):
     >>> V = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     >>> draws = np.stack([V, V[[2, 0, 1]]])[None]  # 1 chain, 2 draws
     >>> idata = az.from_dict(
-    ...     posterior={"vertices": draws}, dims={"vertices": ["vertex", "feature"]}
+    ...     {"posterior": {"vertices": draws}}, dims={"vertices": ["vertex", "feature"]}
     ... )
     >>> out = align_vertices(idata, V)
     >>> np.array_equal(out.posterior["vertices"].values[0, 1], V)
@@ -416,7 +416,7 @@ def sample_simplex_nest(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree
         ``posterior.attrs`` record ``sampling_method`` and ``sampling_time`` (seconds).
 
     Raises

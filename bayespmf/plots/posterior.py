@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
+
+from bayespmf._arviz import hdi_of_draws
 
 __all__ = ["plot_posterior_factors", "plot_posterior_trace"]
 
@@ -12,9 +12,12 @@ __all__ = ["plot_posterior_factors", "plot_posterior_trace"]
 def plot_posterior_trace(idata, var_names=None, *, title: str | None = None):
     """Compact ArviZ trace plot of posterior draws, as one figure.
 
+    ArviZ's ``plot_trace_dist`` (arviz-plots, matplotlib backend): per variable, the
+    marginal density of each chain beside its trace.
+
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Draws, e.g. from :func:`bayespmf.models.sample` (classes already aligned).
     var_names : list of str, optional
         Variables to draw; all by default.
@@ -29,19 +32,16 @@ def plot_posterior_trace(idata, var_names=None, *, title: str | None = None):
     Examples
     --------
     >>> import arviz as az
-    >>> idata = az.from_dict(posterior={"mu": np.zeros((2, 20)) + np.arange(20)})
+    >>> idata = az.from_dict({"posterior": {"mu": np.zeros((2, 20)) + np.arange(20)}})
     >>> len(plot_posterior_trace(idata, ["mu"], title="trace").axes)
     2
     """
     import arviz as az
 
-    with warnings.catch_warnings():
-        # arviz 0.23's plot_trace calls a matplotlib 3.11-deprecated helper
-        warnings.filterwarnings(
-            "ignore", "Passing a dict or None as alias_mapping", category=Warning
-        )
-        axes = az.plot_trace(idata, var_names=var_names, compact=True, show=False)
-    fig = np.asarray(axes).ravel()[0].figure
+    plots = az.plot_trace_dist(
+        idata, var_names=var_names, compact=True, backend="matplotlib"
+    )
+    fig = plots.viz["figure"].item()
     if title:
         fig.suptitle(title)
     fig.set_layout_engine("constrained")
@@ -84,7 +84,7 @@ def plot_posterior_factors(
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Posterior with ``weights`` (dims ``class``) and one factor per variable with
         dims ``(class, <name>_category)``, as :func:`bayespmf.models.latent_class_model`
         names them.
@@ -111,15 +111,14 @@ def plot_posterior_factors(
     >>> import arviz as az
     >>> rng = np.random.default_rng(0)
     >>> idata = az.from_dict(
-    ...     posterior={"weights": rng.dirichlet([1, 1], (2, 30)),
-    ...                "A_colour": rng.dirichlet([1, 1, 1], (2, 30, 2))},
+    ...     {"posterior": {"weights": rng.dirichlet([1, 1], (2, 30)),
+    ...                    "A_colour": rng.dirichlet([1, 1, 1], (2, 30, 2))}},
     ...     dims={"weights": ["class"], "A_colour": ["class", "colour_category"]},
     ...     coords={"colour_category": ["red", "green", "blue"]})
     >>> fig = plot_posterior_factors(idata, title="factors")
     >>> [t.get_text() for t in fig.axes[1].get_xticklabels()]
     ['red', 'green', 'blue']
     """
-    import arviz as az
     import matplotlib.pyplot as plt
 
     post = idata.posterior
@@ -136,7 +135,7 @@ def plot_posterior_factors(
     def draw(ax, values, n_cat):
         # values: (chain, draw, class, n_cat)
         mean = values.mean(axis=(0, 1))
-        hdi = az.hdi(values, hdi_prob=hdi_prob)  # (class, n_cat, 2)
+        hdi = hdi_of_draws(values, hdi_prob)  # (class, n_cat, 2)
         for f in range(rank):
             x = np.arange(n_cat) + offsets[f]
             err = np.abs(hdi[f].T - mean[f])

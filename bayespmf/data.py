@@ -16,7 +16,7 @@ from bayespmf._validation import (
     check_random_state,
 )
 
-__all__ = ["CategoricalData", "MISSING"]
+__all__ = ["MISSING", "CategoricalData", "as_categorical"]
 
 #: The integer code of a missing entry.
 MISSING = -1
@@ -561,3 +561,96 @@ class CategoricalData:
         codes[hr, hv] = MISSING
         srt = np.lexsort((hidden[:, 1], hidden[:, 0]))
         return self._new(codes), hidden[srt]
+
+
+def as_categorical(data, like: CategoricalData | None = None, *, name: str = "data"):
+    """``data`` as :class:`CategoricalData`, its variables bound to ``like``'s by name.
+
+    The one place where data given to a fitted model or a posterior are matched to the
+    variables the model was built on: columns are matched by *name*, never by position,
+    and category labels by their string form, so data whose columns come in another
+    order, or whose alphabets list the same labels in another order, are recoded into
+    ``like``'s layout; data that do not fit are refused with the difference named.
+
+    Parameters
+    ----------
+    data : CategoricalData, pandas.DataFrame or array_like of int
+        The rows. A DataFrame is encoded with ``like``'s alphabets
+        (:meth:`CategoricalData.from_pandas` with ``like``); a variable ``like`` has and
+        the DataFrame lacks is missing in every row. Integer codes, and a
+        CategoricalData whose names are the defaults (``x0``, ``x1``, ...), carry no
+        names and are taken in ``like``'s order.
+    like : CategoricalData, optional
+        The variables (names, alphabets) to bind to; ``None`` only validates ``data``.
+    name : str, default "data"
+        The argument's name, for error messages.
+
+    Returns
+    -------
+    CategoricalData
+        With ``like``'s variables, in ``like``'s order, and its alphabets.
+
+    Raises
+    ------
+    DataValidationError
+        Variables that are not ``like``'s (or missing from a CategoricalData), labels
+        outside ``like``'s alphabet, or alphabet sizes that disagree.
+
+    Examples
+    --------
+    >>> like = CategoricalData.from_codes([[0, 1], [1, 0]], 2, names=["a", "b"])
+    >>> new = CategoricalData.from_codes([[1, 0]], 2, names=["b", "a"])
+    >>> as_categorical(new, like).codes.tolist()  # columns matched by name
+    [[0, 1]]
+    >>> as_categorical(pd.DataFrame({"b": ["0"], "a": ["1"]}), like).codes.tolist()
+    [[1, 0]]
+    """
+    if like is None:
+        if isinstance(data, CategoricalData):
+            return data
+        if isinstance(data, pd.DataFrame):
+            return CategoricalData.from_pandas(data)
+        codes, n_cat = as_codes(data, name=name, allow_empty_columns=True)
+        return CategoricalData(codes, n_cat)
+    if isinstance(data, pd.DataFrame):
+        return CategoricalData.from_pandas(data, like=like)
+    if not isinstance(data, CategoricalData) or _default_names(data):
+        # integer codes (or data never named): positions are all there is to go by
+        codes, _ = as_codes(data, like.n_categories, name=name, allow_empty_columns=True)
+        return CategoricalData(codes, like.n_categories, like.names, like.categories)
+    missing = [n for n in like.names if n not in data.names]
+    extra = [n for n in data.names if n not in like.names]
+    if missing or extra:
+        raise DataValidationError(
+            f"The variables of '{name}' do not match the model's: missing {missing}, "
+            f"not in the model {extra}. Pass data with the variables {list(like.names)} "
+            "(in any order)."
+        )
+    data = data.select_variables(list(like.names))
+    codes = np.array(data.codes)
+    for j, var in enumerate(like.names):
+        want, got = like.categories[j], data.categories[j]
+        if list(got) == list(want) or (
+            len(got) == len(want) and got == _default_labels(len(got))
+        ):
+            continue  # the same labels, or data never labelled: positional
+        if sorted(map(str, got)) != sorted(map(str, want)):
+            raise DataValidationError(
+                f"Variable {var!r} of '{name}' has the categories {list(got)}; the "
+                f"model's are {list(want)}. Recode the data to the model's categories."
+            )
+        index = {str(c): i for i, c in enumerate(want)}
+        recode = np.array([index[str(c)] for c in got], dtype=np.int64)
+        col = codes[:, j]
+        codes[:, j] = np.where(col >= 0, recode[np.maximum(col, 0)], col)
+    return CategoricalData(codes, like.n_categories, list(like.names), like.categories)
+
+
+def _default_names(data: CategoricalData) -> bool:
+    """Whether ``data`` has the names a CategoricalData gets when given none."""
+    return list(data.names) == [f"x{j}" for j in range(data.n_variables)]
+
+
+def _default_labels(k: int) -> list[str]:
+    """The labels a CategoricalData gives a variable of ``k`` categories by default."""
+    return [str(i) for i in range(k)]

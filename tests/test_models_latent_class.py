@@ -601,3 +601,119 @@ def test_chains_start_at_distinct_optima():
     assert abs(ll[0] - want[0]) < abs(ll[0] - want[1]) + 1.0
     with pytest.raises(DataValidationError, match="'init' parameter of sample"):
         sample(model, init="best", draws=5, tune=0, chains=1, progressbar=False)
+
+
+# ------------------------------------------------------------ estimates bound by name
+
+
+@pytest.fixture(scope="module")
+def votes_fit():
+    import pandas as pd
+
+    from bayespmf.datasets import load_votes
+
+    df = load_votes()[0].to_pandas()
+    est = LatentClassPMF(2, "cnmf-spa-em", random_state=0).fit(df)
+    return pd.DataFrame(df), est
+
+
+def _start_factors(iv, names):
+    return {n: np.asarray(iv[factor_var_name(n)]).T for n in names}  # (I_n, F)
+
+
+def test_start_is_bound_to_the_model_by_variable_name(votes_fit):
+    # issue 23: the estimate's factor for a variable must start that variable's factor,
+    # whatever the column order of the data the model was built on
+    df, est = votes_fit
+    reversed_df = df[df.columns[::-1]]
+    model = latent_class_model(reversed_df, rank=2)
+    iv = initvals_from_params(model, est, jitter=0.0)[0]
+    got = _start_factors(iv, est.variable_names_)
+    for name, a in zip(est.variable_names_, est.factors_, strict=True):
+        clipped = np.maximum(a, 1e-4) / np.maximum(a, 1e-4).sum(axis=0)
+        np.testing.assert_allclose(got[name], clipped, atol=1e-12, err_msg=name)
+    # the alignment reference is bound the same way: aligning draws equal to the
+    # estimate (classes swapped) gives back the estimate's labels
+    post = {"weights": est.weights_[::-1][None, None]}
+    post |= {factor_var_name(n): a.T[::-1][None, None] for n, a in got.items()}
+    data = model_data(model)[0]
+    idata = az.from_dict(
+        {"posterior": post},
+        dims={"weights": ["class"]}
+        | {factor_var_name(n): ["class", f"{n}_category"] for n in data.names},
+        coords=dict(
+            zip([f"{n}_category" for n in data.names], data.categories, strict=True)
+        ),
+    )
+    aligned = align_labels(idata, est, data, n_refine=0)
+    np.testing.assert_allclose(aligned.posterior["weights"].values[0, 0], est.weights_)
+
+
+def test_start_follows_category_labels_in_another_order(votes_fit):
+    import pandas as pd
+
+    df, est = votes_fit
+    name = est.variable_names_[1]
+    labels = est.category_labels_[1]
+    relabelled = df.copy()
+    relabelled[name] = pd.Categorical(df[name], categories=labels[::-1])
+    model = latent_class_model(relabelled, rank=2)
+    iv = initvals_from_params(model, est, jitter=0.0)[0]
+    a = est.factors_[1]
+    clipped = np.maximum(a, 1e-4) / np.maximum(a, 1e-4).sum(axis=0)
+    np.testing.assert_allclose(_start_factors(iv, [name])[name], clipped[::-1], atol=1e-12)
+
+
+def test_start_that_does_not_fit_the_model_is_refused(votes_fit):
+    df, est = votes_fit
+    model = latent_class_model(df.drop(columns=df.columns[0]), rank=2)
+    with pytest.raises(DataValidationError, match=r"does not fit the model.*missing"):
+        initvals_from_params(model, est)
+    # a dict with names is bound like an estimator
+    point = {
+        "weights": est.weights_,
+        "factors": est.factors_[::-1],
+        "names": est.variable_names_[::-1],
+        "categories": est.category_labels_[::-1],
+    }
+    model = latent_class_model(df, rank=2)
+    a = initvals_from_params(model, point, jitter=0.0)[0]
+    b = initvals_from_params(model, est, jitter=0.0)[0]
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_posterior_functions_bind_rows_by_name(small):
+    import pandas as pd
+
+    data, _ = small
+    rng = np.random.default_rng(3)
+    rank = 2
+    names = list(data.names)
+    # a point-mass posterior with distinct factors per variable
+    w = rng.dirichlet(np.ones(rank))
+    factors = [rng.dirichlet(np.ones(k), size=rank) for k in data.n_categories]  # (F, I)
+    post = {"weights": np.tile(w, (1, 3, 1))}
+    post |= {factor_var_name(n): np.tile(a, (1, 3, 1, 1)) for n, a in zip(names, factors)}
+    idata = az.from_dict(
+        {"posterior": post},
+        dims={"weights": ["class"]}
+        | {factor_var_name(n): ["class", f"{n}_category"] for n in names},
+        coords=dict(zip([f"{n}_category" for n in names], data.categories, strict=True)),
+    )
+    rows = data[:20]
+    want = posterior_predict_proba(idata, rows, names[0], model_data=data)
+    shuffled = rows.select_variables(names[::-1])
+    got = posterior_predict_proba(idata, shuffled, names[0], model_data=data)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    frame = rows.to_pandas()[names[::-1]]
+    got = posterior_predict_proba(idata, frame, names[0], model_data=data)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    # class membership from a DataFrame, and a variable the model does not have
+    idata.posterior.attrs["bayespmf_variables"] = names
+    member = posterior_class_proba(idata, frame)
+    np.testing.assert_allclose(
+        member["mean"].values, posterior_class_proba(idata, rows)["mean"].values
+    )
+    with pytest.raises(DataValidationError, match="not variables of the fitted data"):
+        posterior_class_proba(idata, frame.assign(extra=pd.Series(["a"] * 20)))

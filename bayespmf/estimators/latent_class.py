@@ -281,6 +281,25 @@ class LatentClassPMF(BaseEstimator):
             )
 
     @property
+    def variable_names_(self) -> list[str] | None:
+        """Names of the variables the estimator was fitted on (None for bare codes).
+
+        ``factors_[n]`` belongs to ``variable_names_[n]``; :func:`bayespmf.models.sample`
+        and the other posterior functions match factors to a model's variables by
+        these names, not by position.
+        """
+        self._check_fitted()
+        names = getattr(self, "_names", None)
+        return None if names is None else list(names)
+
+    @property
+    def category_labels_(self) -> list[list[str]] | None:
+        """Category labels of each fitted variable (row ``i`` of ``factors_[n]``)."""
+        self._check_fitted()
+        cats = getattr(self, "_categories", None)
+        return None if cats is None else [list(c) for c in cats]
+
+    @property
     def params_(self) -> LatentClassParams:
         """The fitted ``LatentClassParams(weights_, factors_)``."""
         self._check_fitted()

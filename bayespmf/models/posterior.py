@@ -13,11 +13,10 @@ from scipy.special import logsumexp
 from bayespmf._arviz import hdi_of_draws
 from bayespmf._validation import (
     DataValidationError,
-    as_codes,
     check_int,
     check_random_state,
 )
-from bayespmf.data import CategoricalData
+from bayespmf.data import CategoricalData, as_categorical
 from bayespmf.models import latent_class
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
@@ -33,7 +32,9 @@ __all__ = [
     "align_labels",
     "convergence_summary",
     "impute",
+    "MODEL_FAMILIES",
     "initvals_from_params",
+    "model_family",
     "pivot_model",
     "posterior_class_proba",
     "posterior_params",
@@ -76,12 +77,23 @@ def _model_data(model) -> tuple[CategoricalData, int]:
 
 
 def _params_of(init, data: CategoricalData, rank: int) -> LatentClassParams:
+    """The point estimate ``init`` as parameters laid out like ``data``'s variables.
+
+    A fitted estimator (``variable_names_``, ``category_labels_``) or a dict with
+    ``"names"`` (and ``"categories"``) is bound to the model by name: its factors are
+    reordered to the model's variables and each factor's rows to the model's category
+    labels, or a mismatch is refused. A bare ``(weights, factors)`` pair is positional.
+    """
+    names = labels = None
     if hasattr(init, "weights_") and hasattr(init, "factors_"):
         weights, factors = init.weights_, init.factors_
+        names = getattr(init, "variable_names_", None)
+        labels = getattr(init, "category_labels_", None)
     elif isinstance(init, LatentClassParams | tuple) and len(init) == 2:
         weights, factors = init
     elif isinstance(init, dict) and {"weights", "factors"} <= set(init):
         weights, factors = init["weights"], init["factors"]
+        names, labels = init.get("names"), init.get("categories")
     else:
         raise DataValidationError(
             "'init' must be a fitted LatentClassPMF, a (weights, factors) pair or a dict "
@@ -92,7 +104,45 @@ def _params_of(init, data: CategoricalData, rank: int) -> LatentClassParams:
             f"'init' has {np.shape(weights)[0] if np.ndim(weights) else '?'} classes but "
             f"the model has rank {rank}."
         )
+    if names is not None and len(names) == len(factors):
+        factors = _bind_factors(factors, list(names), labels, data)
     return check_params(weights, factors, data.n_categories)
+
+
+def _bind_factors(factors, names, labels, data: CategoricalData) -> list:
+    """``factors`` (one per name in ``names``) in ``data``'s variable and label order."""
+    like = CategoricalData(
+        np.zeros((1, len(names)), dtype=np.int64),
+        [np.shape(a)[0] for a in factors],
+        names,
+        labels,
+    )
+    model_vars = CategoricalData(  # the model's variables and labels, no rows needed
+        np.zeros((1, data.n_variables), dtype=np.int64),
+        data.n_categories,
+        data.names,
+        data.categories,
+    )
+    try:  # the same variables (any order) with the same labels (any order)
+        as_categorical(model_vars, like, name="the model's data")
+    except DataValidationError as err:
+        raise DataValidationError(
+            f"'init' does not fit the model (an estimate is matched to the model's "
+            f"variables by name): {err}"
+        ) from None
+    if set(names) != set(data.names):
+        return list(factors)  # unnamed data on one side (checked above): positional
+    out = []
+    for j, name in enumerate(data.names):
+        k = names.index(name)
+        a = np.asarray(factors[k])
+        if labels is not None:
+            index = {str(c): i for i, c in enumerate(labels[k])}
+            rows = [index.get(str(c)) for c in data.categories[j]]
+            if None not in rows:  # default labels on the model's side: positional
+                a = a[rows]
+        out.append(a)
+    return out
 
 
 def _clip_simplex(x, axis):
@@ -206,7 +256,8 @@ def align_labels(
     post = idata.posterior
     rank = post.sizes["class"]
     n_cat = [post.sizes[f"{n}_category"] for n in names]
-    fake = CategoricalData(np.zeros((1, len(names)), dtype=np.int64), n_cat, names)
+    labels = [[str(c) for c in post[f"{n}_category"].values] for n in names]
+    fake = CategoricalData(np.zeros((1, len(names)), dtype=np.int64), n_cat, names, labels)
     ref = _params_of(reference, fake, rank)
     ref_stacked = np.concatenate([np.asarray(a) for a in ref.factors], axis=0)
     ref_w = np.asarray(ref.weights)
@@ -233,15 +284,29 @@ def _names(idata, data):
     raise DataValidationError("Pass 'data' (the data the model was built from).")
 
 
+def _posterior_variables(idata, data=None) -> CategoricalData:
+    """The posterior's variables (names, category labels) as a one-row CategoricalData.
+
+    ``data`` (a CategoricalData the model was built from) gives the names when
+    ``idata`` records none; the labels come from the posterior's coordinates.
+    """
+    names = _names(idata, data if isinstance(data, CategoricalData) else None)
+    post = idata.posterior
+    labels = [[str(c) for c in post[latent_class.category_dim(n)].values] for n in names]
+    return CategoricalData(
+        np.zeros((1, len(names)), dtype=np.int64), [len(c) for c in labels], names, labels
+    )
+
+
 def _idata_data(idata, data) -> CategoricalData:
-    """``data`` as CategoricalData, or the model's rows recorded in ``idata``."""
+    """``data`` bound by name to the posterior's variables, or the rows it records.
+
+    ``data`` may be a CategoricalData, a DataFrame (columns matched by name, labels
+    by their string form) or integer codes in the model's variable order
+    (:func:`bayespmf.data.as_categorical`).
+    """
     if data is not None:
-        if isinstance(data, CategoricalData):
-            return data
-        names = _names(idata, None)
-        n_cat = [idata.posterior.sizes[latent_class.category_dim(n)] for n in names]
-        codes, _ = as_codes(data, n_cat, name="data", allow_empty_columns=True)
-        return CategoricalData(codes, n_cat, names)
+        return as_categorical(data, _posterior_variables(idata), name="data")
     for group, var in (("observed_data", OBSERVED_NAME), ("constant_data", DATA_NAME)):
         if group in idata.children and var in idata[group]:
             rows = idata[group][var]
@@ -274,16 +339,26 @@ def sample(
     align: bool = True,
     log_likelihood: bool = True,
     advi_iterations: int = 20000,
-    simplex_transform: str = "pivot",
+    simplex_transform: str | None = None,
     **sample_kwargs,
 ):
-    """Draw from the posterior of a latent-class model by NUTS or ADVI.
+    """Draw from the posterior of a bayespmf model by NUTS or ADVI: the one front door.
+
+    Every model family goes through here with the same options: a latent-class model
+    (:func:`latent_class_model`), a latent-class regression
+    (``latent_class_model(..., covariates=z)`` or
+    :func:`~bayespmf.models.regression.latent_class_regression_model`: runs
+    :func:`~bayespmf.models.regression.sample_regression`) and a Dirichlet simplex
+    nest (:func:`~bayespmf.models.simplex_nest.simplex_nest_model`: runs
+    :func:`~bayespmf.models.simplex_nest.sample_simplex_nest`). An option a family
+    does not have (ADVI and ``simplex_transform`` for the regression,
+    ``simplex_transform`` for the simplex nest) is refused, never ignored.
 
     Parameters
     ----------
     model_or_data : pymc.Model or CategoricalData
-        A model from :func:`latent_class_model`, or data (then ``rank`` is required
-        and the model is built with default priors).
+        A model of one of the families above, or latent-class data (then ``rank`` is
+        required and the model is built with default priors).
     rank : int, optional
         Number of classes when data are given.
     init : "auto", "optima", LatentClassPMF, (weights, factors), dict or None
@@ -327,7 +402,8 @@ def sample(
     log_likelihood : bool, default True
         Add a ``log_likelihood`` group with the per-row log-likelihood of the
         observed rows ``x`` (``pm.compute_log_likelihood``; for ``az.loo``).
-    simplex_transform : {"pivot", "pymc"}, default "pivot"
+    simplex_transform : {"pivot", "pymc"}, optional
+        Latent-class models only; the default is ``"pivot"``.
         The unconstrained coordinates the sampler moves in (the model, and so the
         posterior, are the same either way). ``"pivot"``: every simplex row (the
         weights, each class's PMF of each variable) as log-ratios to its entry that
@@ -364,6 +440,25 @@ def sample(
     from bayespmf.estimators import LatentClassPMF
 
     draws, tune, chains = check_sampler_args(method, draws, tune, chains, "sample")
+    family = model_family(model_or_data) if isinstance(model_or_data, pm.Model) else None
+    if family not in (None, "latent_class"):
+        return _sample_other_family(
+            model_or_data,
+            init=init,
+            method=method,
+            nuts_sampler=nuts_sampler,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            align=align,
+            log_likelihood=log_likelihood,
+            advi_iterations=advi_iterations,
+            simplex_transform=simplex_transform,
+            **sample_kwargs,
+        )
+    simplex_transform = "pivot" if simplex_transform is None else simplex_transform
     if simplex_transform not in SIMPLEX_TRANSFORMS:
         raise DataValidationError(
             f"The 'simplex_transform' parameter of sample must be one of "
@@ -441,6 +536,82 @@ def sample(
     return idata
 
 
+#: The model families :func:`sample` runs (see :func:`model_family`).
+MODEL_FAMILIES = ("latent_class", "regression", "simplex_nest")
+
+
+def model_family(model) -> str:
+    """Which of :data:`MODEL_FAMILIES` a bayespmf PyMC model belongs to.
+
+    Examples
+    --------
+    >>> data = CategoricalData.from_codes([[0, 1], [1, 0]], 2, names=["a", "b"])
+    >>> model_family(latent_class_model(data, rank=2))
+    'latent_class'
+    """
+    from bayespmf.models.regression import COEF_FULL_NAME
+    from bayespmf.models.simplex_nest import is_simplex_nest_model
+
+    if is_simplex_nest_model(model):
+        return "simplex_nest"
+    if COEF_FULL_NAME in model.named_vars:
+        return "regression"
+    return "latent_class"
+
+
+def _sample_other_family(
+    model,
+    *,
+    init,
+    method,
+    nuts_sampler,
+    simplex_transform,
+    advi_iterations,
+    log_likelihood,
+    **common,
+):
+    """:func:`sample` for the latent-class regression and the simplex nest."""
+    from bayespmf.models.regression import sample_regression
+    from bayespmf.models.simplex_nest import sample_simplex_nest
+
+    family = model_family(model)
+    if simplex_transform is not None:
+        raise DataValidationError(
+            f"'simplex_transform' applies to latent-class models only; this is a "
+            f"{family} model. Drop the argument."
+        )
+    if isinstance(init, str) or (isinstance(init, tuple) and isinstance(init[0], str)):
+        if init != "auto":
+            raise DataValidationError(
+                f"init={init!r} applies to latent-class models only; for a {family} "
+                "model pass 'auto', a fitted estimator or None."
+            )
+        init = None  # each family fits its own point estimate
+    if family == "regression":
+        if method != "nuts":
+            raise DataValidationError(
+                "The latent-class regression is sampled by NUTS only; got "
+                f"method={method!r}."
+            )
+        return sample_regression(
+            model,
+            init=init,
+            nuts_sampler=nuts_sampler,
+            log_likelihood=log_likelihood,
+            **common,
+        )
+    if method == "nuts":
+        common["nuts_sampler"] = nuts_sampler
+    return sample_simplex_nest(
+        model,
+        init=init,
+        method=method,
+        advi_iterations=advi_iterations,
+        log_likelihood=log_likelihood,
+        **common,
+    )
+
+
 def pivot_model(model, point):
     """The model with every simplex sampled as log-ratios to its largest entry.
 
@@ -474,9 +645,11 @@ def pivot_model(model, point):
     """
     # names and sizes from the coordinates: a frozen model has no data container
     names = [str(v) for v in model.coords["variable"]]
-    n_cat = [len(model.coords[latent_class.category_dim(n)]) for n in names]
+    labels = [[str(c) for c in model.coords[latent_class.category_dim(n)]] for n in names]
     rank = len(model.coords["class"])
-    fake = CategoricalData(np.zeros((1, len(names)), dtype=np.int64), n_cat, names)
+    fake = CategoricalData(
+        np.zeros((1, len(names)), dtype=np.int64), [len(c) for c in labels], names, labels
+    )
     params = _params_of(point, fake, rank)
     transforms = {
         "weights": latent_class.PivotLogRatio(int(np.argmax(params.weights)), rank)
@@ -565,20 +738,24 @@ def posterior_predict_proba(idata, data, target, *, model_data=None) -> np.ndarr
     ----------
     idata : xarray.DataTree
         From :func:`sample` (aligned or not: the average does not depend on labels).
-    data : CategoricalData or array_like of int
-        Rows to predict for (same variables as the model's data).
+    data : CategoricalData, pandas.DataFrame or array_like of int
+        Rows to predict for. A CategoricalData or DataFrame is matched to the model's
+        variables by name (any column order; a DataFrame may lack variables, which
+        are then missing), integer codes are in the model's variable order
+        (:func:`bayespmf.data.as_categorical`).
     target : int or str
         The variable to predict.
+    model_data : CategoricalData, optional
+        The model's data, for the variable names when ``idata`` records none.
 
     Returns
     -------
     ndarray, shape (S, I_t)
         Rows sum to one.
     """
-    names = _names(idata, model_data)
-    post = idata.posterior
-    n_cat = [post.sizes[f"{n}_category"] for n in names]
-    codes, _ = as_codes(data, n_cat, name="data", allow_empty_columns=True)
+    like = _posterior_variables(idata, model_data)
+    names, n_cat = list(like.names), [int(k) for k in like.n_categories]
+    codes = as_categorical(data, like, name="data").codes
     if isinstance(target, str):
         if target not in names:
             raise DataValidationError(f"Unknown target {target!r}; variables: {names}.")
@@ -630,8 +807,10 @@ def posterior_class_proba(
     ----------
     idata : xarray.DataTree
         Posterior draws from :func:`sample` (aligned).
-    data : CategoricalData or array_like of int, optional
-        Rows to classify; by default the model's rows recorded in ``idata``.
+    data : CategoricalData, pandas.DataFrame or array_like of int, optional
+        Rows to classify, matched to the model's variables by name (see
+        :func:`posterior_predict_proba`); by default the model's rows recorded in
+        ``idata``.
     hdi_prob : float, default 0.94
         Probability mass of the highest-density interval (ArviZ's default).
     return_draws : bool, default False
@@ -722,8 +901,9 @@ def impute(idata, data=None, *, random_seed=None) -> xr.DataArray:
     ----------
     idata : xarray.DataTree
         Posterior draws from :func:`sample`.
-    data : CategoricalData or array_like of int, optional
-        Rows to complete (``-1`` = missing); by default the model's rows recorded in
+    data : CategoricalData, pandas.DataFrame or array_like of int, optional
+        Rows to complete (``-1`` = missing), matched to the model's variables by name
+        (see :func:`posterior_predict_proba`); by default the model's rows recorded in
         ``idata``.
     random_seed : int or numpy.random.Generator, optional
 
@@ -949,10 +1129,7 @@ def select_rank(
         raise DataValidationError(
             f"'criterion' must be one of {list(keys)}; got {criterion!r}."
         )
-    if isinstance(data, pd.DataFrame):
-        data = CategoricalData.from_pandas(data)
-    elif not isinstance(data, CategoricalData):
-        data = CategoricalData(*as_codes(data))
+    data = as_categorical(data)
     table = compare_ranks(
         data,
         ranks,

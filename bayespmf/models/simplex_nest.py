@@ -25,6 +25,7 @@ from bayespmf.models._sampling import check_sampler_args, run_sampler
 __all__ = [
     "align_vertices",
     "initvals_from_vlad",
+    "is_simplex_nest_model",
     "sample_simplex_nest",
     "simplex_nest_model",
 ]
@@ -54,6 +55,11 @@ INIT_CLIP = 1e-4
 #: Per-chain jitter of a start: log scale for positive and simplex values, units of
 #: the feature's data sd for Gaussian vertices.
 INIT_JITTER = 0.05
+
+
+def is_simplex_nest_model(model) -> bool:
+    """Whether ``model`` was built by :func:`simplex_nest_model`."""
+    return hasattr(model, "_bayespmf_simplex_nest")
 
 
 def _model_info(model) -> dict:
@@ -386,6 +392,7 @@ def sample_simplex_nest(
     align: bool = True,
     advi_iterations: int = 20000,
     jitter: float = INIT_JITTER,
+    log_likelihood: bool = True,
     **sample_kwargs,
 ):
     """Posterior of a simplex nest by NUTS or ADVI, started from the VLAD estimate.
@@ -409,6 +416,10 @@ def sample_simplex_nest(
         (:func:`align_vertices`).
     advi_iterations : int
     jitter : float
+    log_likelihood : bool, default True
+        Add a ``log_likelihood`` group with each row's log-likelihood
+        (``pm.compute_log_likelihood``; for ``az.loo``), as :func:`bayespmf.models.sample`
+        does for every family.
     **sample_kwargs
         Passed to ``pm.sample`` (e.g. ``target_accept``, ``cores``). ``init``
         defaults to ``"adapt_diag"``: PyMC's default ``"jitter+adapt_diag"`` would
@@ -459,4 +470,6 @@ def sample_simplex_nest(
     )
     if align:
         idata = align_vertices(idata, point["vertices"])
+    if log_likelihood:  # per row; label-invariant
+        pm.compute_log_likelihood(idata, model=model, progressbar=False)
     return idata

@@ -1,0 +1,62 @@
+"""One ``sample()`` for every model family (issue 23, item 1)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayespmf import DataValidationError
+from bayespmf.datasets import make_latent_class, make_simplex_nest
+from bayespmf.models import latent_class_model, model_family, sample
+from bayespmf.models.simplex_nest import simplex_nest_model
+
+#: The options every family takes, small enough for a test.
+OPTIONS = dict(draws=15, tune=15, chains=2, cores=1, random_seed=4, progressbar=False)
+
+
+def _families():
+    data, _ = make_latent_class(80, [2, 3, 2], rank=2, observed_prob=0.9, random_state=0)
+    rng = np.random.default_rng(0)
+    z = pd.DataFrame({"age": rng.normal(size=data.n_samples)})
+    X, _ = make_simplex_nest(60, 4, 3, alpha=2.0, sigma=0.1, random_state=1)
+    return {
+        "latent_class": latent_class_model(data, rank=2),
+        "regression": latent_class_model(data, rank=2, covariates=z),
+        "simplex_nest": simplex_nest_model(X, 3, alpha=2.0),
+    }
+
+
+@pytest.fixture(scope="module")
+def families():
+    return _families()
+
+
+def test_model_family_names_each_factory(families):
+    assert {name: model_family(m) for name, m in families.items()} == {
+        name: name for name in families
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["latent_class", "regression", "simplex_nest"])
+def test_one_sample_runs_every_family_with_the_same_options(families, family):
+    idata = sample(families[family], **OPTIONS)
+    post = idata.posterior
+    assert (post.sizes["chain"], post.sizes["draw"]) == (2, 15)
+    assert post.attrs["sampling_method"] == "nuts"
+    assert post.attrs["nuts_sampler"] == "pymc"
+    # every family: aligned draws beside the raw ones, a per-row log-likelihood
+    assert {"unaligned_posterior", "sample_stats", "log_likelihood"} <= set(idata.children)
+    assert np.isfinite(idata.log_likelihood.to_dataset().to_array()).all()
+    # one seed, the same draws
+    again = sample(families[family], **OPTIONS)
+    for var in post.data_vars:
+        np.testing.assert_array_equal(again.posterior[var].values, post[var].values)
+
+
+def test_options_a_family_lacks_are_refused(families):
+    with pytest.raises(DataValidationError, match=r"simplex_transform.*latent-class"):
+        sample(families["simplex_nest"], simplex_transform="pymc", **OPTIONS)
+    with pytest.raises(DataValidationError, match="NUTS only"):
+        sample(families["regression"], method="advi", **OPTIONS)
+    with pytest.raises(DataValidationError, match="init='optima'.*latent-class"):
+        sample(families["regression"], init="optima", **OPTIONS)

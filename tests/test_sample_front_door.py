@@ -58,5 +58,5 @@ def test_options_a_family_lacks_are_refused(families):
         sample(families["simplex_nest"], simplex_transform="pymc", **OPTIONS)
     with pytest.raises(DataValidationError, match="NUTS only"):
         sample(families["regression"], method="advi", **OPTIONS)
-    with pytest.raises(DataValidationError, match="init='optima'.*latent-class"):
+    with pytest.raises(DataValidationError, match=r"init='optima'.*latent-class"):
         sample(families["regression"], init="optima", **OPTIONS)

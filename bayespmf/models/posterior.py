@@ -1039,7 +1039,11 @@ def _chain_levels(idata):
     """
     if "log_likelihood" not in idata.children or idata.posterior.sizes.get("chain", 1) < 2:
         return None
-    ll = idata.log_likelihood["x"].sum("row").values  # (chain, draw)
+    group = idata["log_likelihood"].to_dataset()
+    ll = sum(  # (chain, draw): the total over every observed variable and entry
+        v.sum([d for d in v.dims if d not in ("chain", "draw")]).values
+        for v in group.data_vars.values()
+    )
     means, sds = ll.mean(axis=1), ll.std(axis=1)
     pooled = float(np.sqrt(np.mean(sds**2)))
     order = np.argsort(-means)

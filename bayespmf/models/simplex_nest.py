@@ -417,9 +417,9 @@ def sample_simplex_nest(
     advi_iterations : int
     jitter : float
     log_likelihood : bool, default True
-        Add a ``log_likelihood`` group with each row's log-likelihood
-        (``pm.compute_log_likelihood``; for ``az.loo``), as :func:`bayespmf.models.sample`
-        does for every family.
+        Add a ``log_likelihood`` group with each row's log-likelihood (dims ``chain,
+        draw, obs``: ``pm.compute_log_likelihood`` summed over a row's entries; for
+        ``az.loo``), as :func:`bayespmf.models.sample` does for every family.
     **sample_kwargs
         Passed to ``pm.sample`` (e.g. ``target_accept``, ``cores``). ``init``
         defaults to ``"adapt_diag"``: PyMC's default ``"jitter+adapt_diag"`` would
@@ -470,6 +470,11 @@ def sample_simplex_nest(
     )
     if align:
         idata = align_vertices(idata, point["vertices"])
-    if log_likelihood:  # per row; label-invariant
+    if log_likelihood:  # label-invariant
         pm.compute_log_likelihood(idata, model=model, progressbar=False)
+        # one value per row (an observation is a row x_i, not one of its entries)
+        group = idata["log_likelihood"].to_dataset()
+        idata["log_likelihood"] = group.map(
+            lambda v: v.sum([d for d in v.dims if d not in ("chain", "draw", "obs")])
+        )
     return idata

@@ -168,7 +168,7 @@ def run_sampler(
                 sample_kwargs["nuts_sampler"] = "pymc"
                 if initvals is not None:
                     sample_kwargs.setdefault("init", "adapt_diag")
-                if "jax" in sys.modules and sample_kwargs["cores"] > 1:
+                if _jax_imported() and sample_kwargs["cores"] > 1:
                     # JAX's threads do not survive os.fork() (it warns of deadlocks):
                     # once a JAX backend has run in this process, start PyMC's chain
                     # processes fresh instead of forking this one
@@ -292,6 +292,19 @@ def _sample_nutpie(
     return tree
 
 
+def _jax_imported() -> bool:
+    """Whether JAX itself has been imported in this process.
+
+    Not ``"jax" in sys.modules``: ArviZ 1 (``arviz_base.io_numpyro``) puts a lazy
+    placeholder module of that name there on import, without importing JAX, so that
+    test said "imported" in every process that imported ArviZ. On the Car rank-4
+    study it sent PyMC's chains to a forkserver (39 s of sampling against 10 s) and
+    numpyro's chains to vectorized lockstep (``benchmarks/stack_compare.py``).
+    JAX's own package ``jax._src`` is there only once JAX really was imported.
+    """
+    return "jax._src" in sys.modules
+
+
 def _cpu_devices_for_chains(n_devices: int) -> bool:
     """Let JAX see ``n_devices`` CPU devices, so that chains run in parallel (pmap).
 
@@ -306,7 +319,7 @@ def _cpu_devices_for_chains(n_devices: int) -> bool:
     took 82.0 s in parallel and 188.8 s vectorized, the same draws.
     """
     flags = os.environ.get("XLA_FLAGS", "")
-    if "jax" in sys.modules or "xla_force_host_platform_device_count" in flags:
+    if _jax_imported() or "xla_force_host_platform_device_count" in flags:
         return False
     count = f"--xla_force_host_platform_device_count={int(n_devices)}"
     os.environ["XLA_FLAGS"] = f"{flags} {count}".strip()

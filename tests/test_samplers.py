@@ -135,11 +135,14 @@ def test_external_backend_refuses_pymc_only_arguments(small):
 def test_jax_chains_get_one_cpu_device_each_only_before_jax_starts(monkeypatch):
     import sys
 
+    from bayespmf.models import _sampling
     from bayespmf.models._sampling import _cpu_devices_for_chains
 
     monkeypatch.delitem(sys.modules, "jax._src", raising=False)
     # ArviZ 1 leaves a lazy placeholder named "jax" without importing JAX: not JAX
     monkeypatch.setitem(sys.modules, "jax", object())
+    # a jaxlib outside the range that takes the classic-runtime flag: no such flag
+    monkeypatch.setattr(_sampling, "_jaxlib_version", lambda: (0, 13, 0))
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_foo=1")
     assert _cpu_devices_for_chains(3)
     assert os.environ["XLA_FLAGS"] == (
@@ -148,8 +151,39 @@ def test_jax_chains_get_one_cpu_device_each_only_before_jax_starts(monkeypatch):
     # a count already set (by the user or a first call) is left alone
     assert not _cpu_devices_for_chains(4)
     assert os.environ["XLA_FLAGS"].endswith("count=3")
+    # jaxlib 0.12 gets XLA:CPU's classic runtime too, unless the flags name it
+    monkeypatch.setattr(_sampling, "_jaxlib_version", lambda: (0, 12, 0))
+    monkeypatch.setenv("XLA_FLAGS", "")
+    assert _cpu_devices_for_chains(2)
+    assert os.environ["XLA_FLAGS"] == (
+        "--xla_force_host_platform_device_count=2 --xla_cpu_use_thunk_runtime=false"
+    )
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_thunk_runtime=true")
+    assert _cpu_devices_for_chains(2)
+    assert "runtime=false" not in os.environ["XLA_FLAGS"]
     # once JAX is imported, XLA has (or will have) read its flags: nothing changes
     monkeypatch.setenv("XLA_FLAGS", "")
     monkeypatch.setitem(sys.modules, "jax._src", object())
     assert not _cpu_devices_for_chains(2)
     assert os.environ["XLA_FLAGS"] == ""
+
+
+def test_missing_sampler_package_is_named_without_importing_it(monkeypatch):
+    import sys
+
+    from bayespmf.models import _sampling
+
+    monkeypatch.setitem(_sampling.NUTS_SAMPLERS, "numpyro", "no_such_package_bayespmf")
+    with pytest.raises(ValueError, match="needs the package 'no_such_package_bayespmf'"):
+        _sampling.check_nuts_sampler("numpyro", tune=10)
+    # an installed backend is found by its metadata: a lazy placeholder module (as
+    # ArviZ 1 leaves for numpyro) is not imported by the check
+    monkeypatch.setitem(_sampling.NUTS_SAMPLERS, "numpyro", "numpy")
+
+    class Placeholder:
+        def __getattr__(self, name):
+            raise AssertionError(f"the check touched the placeholder's {name}")
+
+    with monkeypatch.context() as m:  # importlib.util.find_spec would ask __spec__
+        m.setitem(sys.modules, "numpy", Placeholder())
+        assert _sampling.check_nuts_sampler("numpyro", tune=10) == "numpyro"

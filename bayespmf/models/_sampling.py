@@ -88,9 +88,18 @@ def check_nuts_sampler(nuts_sampler: str, tune: int) -> str:
             f"{nuts_sampler!r}."
         )
     if nuts_sampler != "pymc":
-        import importlib.util
+        # by its metadata, not importlib.util.find_spec: ArviZ 1 leaves lazy
+        # placeholders for numpyro (and jax) in sys.modules, and asking one for its
+        # spec imports it, which starts JAX before its flags are set (see
+        # _cpu_devices_for_chains)
+        from importlib.metadata import PackageNotFoundError, distribution
 
-        if importlib.util.find_spec(NUTS_SAMPLERS[nuts_sampler]) is None:
+        try:
+            distribution(NUTS_SAMPLERS[nuts_sampler])
+            installed = True
+        except PackageNotFoundError:
+            installed = False
+        if not installed:
             raise ValueError(
                 f"nuts_sampler={nuts_sampler!r} needs the package "
                 f"'{NUTS_SAMPLERS[nuts_sampler]}', which is not installed. Install the "
@@ -305,25 +314,65 @@ def _jax_imported() -> bool:
     return "jax._src" in sys.modules
 
 
-def _cpu_devices_for_chains(n_devices: int) -> bool:
-    """Let JAX see ``n_devices`` CPU devices, so that chains run in parallel (pmap).
+#: The jaxlib releases in which XLA:CPU still takes ``--xla_cpu_use_thunk_runtime``
+#: (0.12 accepts it with a deprecation notice; a release that drops the flag would
+#: refuse XLA_FLAGS holding it), so :func:`_cpu_devices_for_chains` sets it only there.
+_THUNK_FLAG_JAXLIB = ((0, 4, 32), (0, 13))
 
-    XLA counts all CPU cores as one device, so without this PyMC's JAX driver can
-    only run the chains vectorized: in lockstep on one core, every step as long as
-    the longest chain's tree. XLA reads the count once, when JAX starts its backend;
-    so it is set (``XLA_FLAGS=--xla_force_host_platform_device_count``, what
-    ``numpyro.set_host_device_count`` does) only when JAX has not been imported yet
-    and no count is set already. Returns whether it was set. Measured
-    (``benchmarks/bayes_latent_class.py --compare --chain-methods default
-    vectorized``, S=2000, N=15, F=5, 2 cores, one run): numpyro 2 x (1000 + 2000)
-    took 82.0 s in parallel and 188.8 s vectorized, the same draws.
+#: XLA:CPU's thunk runtime (the default since jaxlib 0.4.32) runs NUTS's while loops of
+#: small operations far slower than the classic runtime it replaced.
+_THUNK_FLAG = "--xla_cpu_use_thunk_runtime=false"
+
+
+def _jaxlib_version() -> tuple[int, ...] | None:
+    """The installed jaxlib's version (read from its metadata, without importing it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        text = version("jaxlib")
+    except PackageNotFoundError:
+        return None
+    return tuple(int(p) for p in text.split(".")[:3] if p.isdigit())
+
+
+def _cpu_devices_for_chains(n_devices: int) -> bool:
+    """Set XLA's CPU flags for the JAX samplers before JAX starts its backend.
+
+    * One CPU device per chain: XLA counts all CPU cores as one device, so without
+      this PyMC's JAX driver can only run the chains vectorized: in lockstep on one
+      core, every step as long as the longest chain's tree
+      (``--xla_force_host_platform_device_count``, what
+      ``numpyro.set_host_device_count`` does). Measured
+      (``benchmarks/bayes_latent_class.py --compare --chain-methods default
+      vectorized``, S=2000, N=15, F=5, 2 cores, one run): numpyro 2 x (1000 + 2000)
+      took 82.0 s in parallel and 188.8 s vectorized, the same draws.
+    * XLA:CPU's classic runtime (``--xla_cpu_use_thunk_runtime=false``), for a
+      jaxlib in :data:`_THUNK_FLAG_JAXLIB`: its default thunk runtime made numpyro's
+      NUTS about 3 times slower on UCI Car at rank 4 (jaxlib 0.12, 2 x (1000 +
+      1000) draws: 58.2 s, against 17.6-18.5 s with the flag and 19.0 s on jaxlib
+      0.10; the logp-and-gradient call alone costs the same, 0.78 and 0.74 ms, so it
+      is the sampler's loop). XLA prints one line that the flag "is no
+      longer supported": set ``XLA_FLAGS`` yourself (any value naming the flag) to
+      choose.
+
+    XLA reads its flags once, when JAX starts its backend, so they are set only when
+    JAX has not been imported yet, each one only if ``XLA_FLAGS`` does not name it
+    already. Returns whether the device count was set.
     """
     flags = os.environ.get("XLA_FLAGS", "")
-    if _jax_imported() or "xla_force_host_platform_device_count" in flags:
+    if _jax_imported():
         return False
-    count = f"--xla_force_host_platform_device_count={int(n_devices)}"
-    os.environ["XLA_FLAGS"] = f"{flags} {count}".strip()
-    return True
+    extra = []
+    set_count = "xla_force_host_platform_device_count" not in flags
+    if set_count:
+        extra.append(f"--xla_force_host_platform_device_count={int(n_devices)}")
+    jaxlib = _jaxlib_version()
+    low, high = _THUNK_FLAG_JAXLIB
+    if "xla_cpu_use_thunk_runtime" not in flags and jaxlib and low <= jaxlib < high:
+        extra.append(_THUNK_FLAG)
+    if extra:
+        os.environ["XLA_FLAGS"] = " ".join([flags, *extra]).strip()
+    return set_count
 
 
 def _sample_jax(

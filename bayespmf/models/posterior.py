@@ -290,7 +290,12 @@ def _posterior_variables(idata, data=None) -> CategoricalData:
     ``data`` (a CategoricalData the model was built from) gives the names when
     ``idata`` records none; the labels come from the posterior's coordinates.
     """
-    names = _names(idata, data if isinstance(data, CategoricalData) else None)
+    try:  # the names recorded at sampling time come first
+        names = _names(idata, None)
+    except DataValidationError:
+        if not isinstance(data, CategoricalData):
+            raise
+        names = list(data.names)
     post = idata.posterior
     labels = [[str(c) for c in post[latent_class.category_dim(n)].values] for n in names]
     return CategoricalData(
@@ -306,7 +311,7 @@ def _idata_data(idata, data) -> CategoricalData:
     (:func:`bayespmf.data.as_categorical`).
     """
     if data is not None:
-        return as_categorical(data, _posterior_variables(idata), name="data")
+        return as_categorical(data, _posterior_variables(idata, data), name="data")
     for group, var in (("observed_data", OBSERVED_NAME), ("constant_data", DATA_NAME)):
         if group in idata.children and var in idata[group]:
             rows = idata[group][var]

@@ -297,7 +297,17 @@ def _posterior_variables(idata, data=None) -> CategoricalData:
             raise
         names = list(data.names)
     post = idata.posterior
-    labels = [[str(c) for c in post[latent_class.category_dim(n)].values] for n in names]
+    labels = []
+    for n in names:
+        dim = latent_class.category_dim(n)
+        if dim in post.dims:
+            labels.append([str(c) for c in post[dim].values])
+        elif isinstance(data, CategoricalData) and n in data.names:
+            # a posterior without coordinates: the data's labels of that variable
+            labels.append(list(data.categories[data.names.index(n)]))
+        else:  # ... and no labels anywhere: the factor's size, default labels
+            size = post[factor_var_name(n)].shape[-1]
+            labels.append([str(i) for i in range(size)])
     return CategoricalData(
         np.zeros((1, len(names)), dtype=np.int64), [len(c) for c in labels], names, labels
     )

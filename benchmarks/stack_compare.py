@@ -45,7 +45,9 @@ uses only the standard library, so either stack's Python can run it::
 notebooks keep their own sizes (select some with ``--notebooks``). ``--rows`` picks
 row groups, ``--repeats`` runs each row more often (the cells show the median, and the
 range), ``--json`` saves the raw results, ``--keep`` keeps the work folder (logs of
-every child, outputs, caches).
+every child, outputs, caches). ``--vary-seed`` gives NUTS repeat r the sampling seed
+r (the start stays the seed-0 estimate): with ``--repeats 5`` the NUTS cells show the
+median and range over five seeds, which a single seed's ESS cannot.
 """
 
 from __future__ import annotations
@@ -207,7 +209,7 @@ def child_nuts(args) -> dict:
         draws=args.draws,
         tune=args.tune,
         chains=args.chains,
-        random_seed=SEED,
+        random_seed=args.seed,
         progressbar=False,
         log_likelihood=False,
     )
@@ -527,6 +529,8 @@ class Study:
             return [*head, "run", spec, "--out", out, "--no-progress"]
         cmd = [stack.python, Path(__file__).resolve(), "--child", *row.child]
         cmd += ["--root", stack.root]
+        if row.name.startswith("nuts") and self.args.vary_seed:
+            cmd += ["--seed", str(SEED + rep)]
         if self.args.quick:
             cmd.append("--quick")
         return cmd
@@ -845,6 +849,13 @@ def parse_args(argv=None):
         help="folder of the shared compile caches (<dir>/old, <dir>/new; default: in "
         "the work folder); the empty-cache rows always use fresh ones",
     )
+    ap.add_argument(
+        "--vary-seed",
+        action="store_true",
+        help="NUTS rows: repeat r samples with random_seed r (the start stays the "
+        "seed-0 estimate), so --repeats gives a spread over seeds, not over timing",
+    )
+    ap.add_argument("--seed", type=int, default=SEED, help=argparse.SUPPRESS)
     ap.add_argument("--work-dir", help="work folder (default: a temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per child")

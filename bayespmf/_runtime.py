@@ -44,6 +44,7 @@ BLAS_ROUTINES = tuple(
     f"{p}{name}_" for name in ("gemm", "gemv", "ger", "dot", "axpy") for p in "sd"
 )
 
+
 def openblas_ldflags() -> str | None:
     """PyTensor ``blas__ldflags`` for the OpenBLAS of the ``scipy-openblas32`` wheel.
 

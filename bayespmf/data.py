@@ -83,6 +83,14 @@ class CategoricalData:
                 f"n_categories={n_cat.tolist()}; got lengths "
                 f"{[len(c) for c in categories]}."
             )
+        for var, cats in zip(names, categories, strict=True):
+            if len(set(cats)) != len(cats):
+                dup = sorted({c for c in cats if cats.count(c) > 1})
+                raise DataValidationError(
+                    f"'categories' of variable {var!r} repeat the label(s) {dup}: each "
+                    "code of a variable needs its own label. Merge the codes that share "
+                    "a label, or give them distinct labels."
+                )
         n_cat = n_cat.copy()
         n_cat.setflags(write=False)
         object.__setattr__(self, "codes", codes)
@@ -122,8 +130,9 @@ class CategoricalData:
         ------
         DataValidationError
             For wrong ndim, an empty array, NaN, codes below -1 or at least
-            ``n_categories``, a variable with fewer than two categories, or, with
-            ``n_categories`` omitted, 1-based codes (code 0 observed in no variable).
+            ``n_categories``, a variable with fewer than two categories, a label
+            repeated within a variable's ``categories``, or, with ``n_categories``
+            omitted, 1-based codes (code 0 observed in no variable).
 
         Examples
         --------
@@ -148,6 +157,9 @@ class CategoricalData:
         ``NaN``/``None``/``pd.NA`` are missing entries. For a ``category`` column the
         declared categories (in their order) are the alphabet, so categories that never
         occur are kept; otherwise the alphabet is the sorted set of observed values.
+        Labels are the values' string forms, so a column must not mix strings with
+        other values (``1`` and ``"1"`` would both be ``'1'``): such a column is
+        refused, not guessed at; convert it first (e.g. ``df[col].astype(str)``).
 
         Parameters
         ----------
@@ -165,6 +177,14 @@ class CategoricalData:
         -------
         CategoricalData
 
+        Raises
+        ------
+        DataValidationError
+            An empty frame, duplicated column names, a column with fewer than two
+            distinct values, a column mixing strings with other values (or whose
+            distinct values share a string form), or with ``like`` a column or label
+            the fitted data did not have.
+
         Examples
         --------
         >>> df = pd.DataFrame({"colour": ["red", None, "blue"], "size": ["S", "M", "M"]})
@@ -181,6 +201,14 @@ class CategoricalData:
             )
         if df.shape[0] == 0 or df.shape[1] == 0:
             raise DataValidationError(f"'df' is empty (shape {df.shape}).")
+        col_names = [str(c) for c in df.columns]
+        if len(set(col_names)) != len(col_names):
+            dup = sorted({c for c in col_names if col_names.count(c) > 1})
+            raise DataValidationError(
+                f"'df' has duplicated column name(s) {dup}; every variable needs its "
+                "own name. Rename or drop the duplicates (e.g. "
+                "df.loc[:, ~df.columns.duplicated()])."
+            )
         if like is not None:
             return cls._encode_like(df, like)
         codes = np.empty(df.shape, dtype=np.int64)
@@ -194,10 +222,16 @@ class CategoricalData:
             else:
                 missing = s.isna().to_numpy()
                 values = s[~missing]
+                uniq = pd.unique(values)
+                _check_label_types(uniq, col)
                 try:
-                    cats = sorted(pd.unique(values))
-                except TypeError:  # mixed types: order by their string form
-                    cats = sorted(pd.unique(values), key=str)
+                    cats = sorted(uniq)
+                except TypeError as err:  # e.g. numbers and other objects
+                    raise DataValidationError(
+                        f"Column {col!r} of 'df' holds values that cannot be ordered "
+                        f"({err}); convert it to one type first (e.g. "
+                        "df[col].astype(str))."
+                    ) from None
                 index = {v: i for i, v in enumerate(cats)}
                 c = np.full(len(s), MISSING, dtype=np.int64)
                 c[~missing] = [index[v] for v in values]
@@ -569,17 +603,34 @@ def as_categorical(data, like: CategoricalData | None = None, *, name: str = "da
     The one place where data given to a fitted model or a posterior are matched to the
     variables the model was built on: columns are matched by *name*, never by position,
     and category labels by their string form, so data whose columns come in another
-    order, or whose alphabets list the same labels in another order, are recoded into
-    ``like``'s layout; data that do not fit are refused with the difference named.
+    order, or whose alphabets list the labels in another order (or only some of
+    them), are recoded into ``like``'s layout; data that do not fit are refused with
+    the difference named. Nothing is matched silently by position when names or
+    labels say otherwise.
+
+    The rules, variable by variable:
+
+    - **Variables.** A CategoricalData with the same variable names as ``like`` (any
+      order) is reordered by name. Names that are the defaults (``x0``, ``x1``, ...,
+      on either side: data or a model never named) carry no information, and the
+      variables are then taken in ``like``'s order. Any other difference in names is
+      an error, as is a CategoricalData lacking a variable of ``like`` (a DataFrame
+      may lack one: it is then missing in every row).
+    - **Labels.** A variable whose labels equal ``like``'s is taken as it is. Labels
+      that are the defaults (``"0"``, ``"1"``, ...: data never labelled) are codes,
+      taken as they are (a code beyond ``like``'s alphabet is an error). Other labels
+      are matched by their string form: codes are recoded to ``like``'s, and a label
+      ``like``'s alphabet lacks is an error naming the variable and the label when a
+      row uses it (as a DataFrame label outside the alphabet is; unused categories of
+      the data's alphabet are ignored).
+    - Integer codes carry neither names nor labels: they are ``like``'s codes in
+      ``like``'s variable order.
 
     Parameters
     ----------
     data : CategoricalData, pandas.DataFrame or array_like of int
         The rows. A DataFrame is encoded with ``like``'s alphabets
-        (:meth:`CategoricalData.from_pandas` with ``like``); a variable ``like`` has and
-        the DataFrame lacks is missing in every row. Integer codes, and a
-        CategoricalData whose names are the defaults (``x0``, ``x1``, ...), carry no
-        names and are taken in ``like``'s order.
+        (:meth:`CategoricalData.from_pandas` with ``like``).
     like : CategoricalData, optional
         The variables (names, alphabets) to bind to; ``None`` only validates ``data``.
     name : str, default "data"
@@ -593,8 +644,9 @@ def as_categorical(data, like: CategoricalData | None = None, *, name: str = "da
     Raises
     ------
     DataValidationError
-        Variables that are not ``like``'s (or missing from a CategoricalData), labels
-        outside ``like``'s alphabet, or alphabet sizes that disagree.
+        Variables that are not ``like``'s (or missing from a CategoricalData), a
+        different number of variables where names carry no information, labels
+        outside ``like``'s alphabet, or codes beyond it.
 
     Examples
     --------
@@ -604,6 +656,10 @@ def as_categorical(data, like: CategoricalData | None = None, *, name: str = "da
     [[0, 1]]
     >>> as_categorical(pd.DataFrame({"b": ["0"], "a": ["1"]}), like).codes.tolist()
     [[1, 0]]
+    >>> flipped = CategoricalData.from_codes(  # the labels of "a" in another order
+    ...     [[0, 1]], 2, names=["a", "b"], categories=[["1", "0"], ["0", "1"]])
+    >>> as_categorical(flipped, like).codes.tolist()
+    [[1, 1]]
     """
     if like is None:
         if isinstance(data, CategoricalData):
@@ -614,41 +670,97 @@ def as_categorical(data, like: CategoricalData | None = None, *, name: str = "da
         return CategoricalData(codes, n_cat)
     if isinstance(data, pd.DataFrame):
         return CategoricalData.from_pandas(data, like=like)
-    if not isinstance(data, CategoricalData) or _default_names(data):
-        # integer codes (or data never named): positions are all there is to go by
+    if not isinstance(data, CategoricalData):
+        # integer codes: positions are all there is to go by
         codes, _ = as_codes(data, like.n_categories, name=name, allow_empty_columns=True)
         return CategoricalData(codes, like.n_categories, like.names, like.categories)
-    missing = [n for n in like.names if n not in data.names]
-    extra = [n for n in data.names if n not in like.names]
-    if missing or extra:
-        raise DataValidationError(
-            f"The variables of '{name}' do not match the model's: missing {missing}, "
-            f"not in the model {extra}. Pass data with the variables {list(like.names)} "
-            "(in any order)."
-        )
-    data = data.select_variables(list(like.names))
+    data = _bind_variables(data, like, name)
+    if list(data.names) == list(like.names) and data.categories == like.categories:
+        return data  # already in like's layout: no copy of the rows
     codes = np.array(data.codes)
     for j, var in enumerate(like.names):
-        want, got = like.categories[j], data.categories[j]
-        if list(got) == list(want) or (
-            len(got) == len(want) and got == _default_labels(len(got))
-        ):
-            continue  # the same labels, or data never labelled: positional
-        if sorted(map(str, got)) != sorted(map(str, want)):
-            raise DataValidationError(
-                f"Variable {var!r} of '{name}' has the categories {list(got)}; the "
-                f"model's are {list(want)}. Recode the data to the model's categories."
-            )
-        index = {str(c): i for i, c in enumerate(want)}
-        recode = np.array([index[str(c)] for c in got], dtype=np.int64)
-        col = codes[:, j]
-        codes[:, j] = np.where(col >= 0, recode[np.maximum(col, 0)], col)
+        codes[:, j] = _recode_labels(
+            codes[:, j], data.categories[j], like.categories[j], var, name
+        )
     return CategoricalData(codes, like.n_categories, list(like.names), like.categories)
 
 
-def _default_names(data: CategoricalData) -> bool:
+def _bind_variables(data: CategoricalData, like: CategoricalData, name: str):
+    """``data``'s variables in ``like``'s order: by name, or by position if unnamed."""
+    if len(data.names) == len(like.names) and set(data.names) == set(like.names):
+        if list(data.names) == list(like.names):
+            return data
+        return data.select_variables(list(like.names))
+    if _default_names(data) or _default_names(like):  # names carry no information
+        if data.n_variables != like.n_variables:
+            raise DataValidationError(
+                f"'{name}' has {data.n_variables} variables; the model has "
+                f"{like.n_variables} ({list(like.names)}). Pass one column per variable "
+                "of the model, in its order, or name the variables."
+            )
+        return data
+    missing = [n for n in like.names if n not in data.names]
+    extra = [n for n in data.names if n not in like.names]
+    raise DataValidationError(
+        f"The variables of '{name}' do not match the model's: missing {missing}, "
+        f"not in the model {extra}. Pass data with the variables {list(like.names)} "
+        "(in any order)."
+    )
+
+
+def _recode_labels(col, got, want, var, name) -> np.ndarray:
+    """Codes ``col`` of labels ``got`` as codes of the labels ``want``."""
+    got, want = [str(c) for c in got], [str(c) for c in want]
+    if got == want:
+        return col
+    if got == _default_labels(len(got)):  # never labelled: codes are codes
+        if col.size and col.max() >= len(want):
+            raise DataValidationError(
+                f"Variable {var!r} of '{name}' has code {int(col.max())}, beyond the "
+                f"model's {len(want)} categories {want}."
+            )
+        return col
+    index = {c: i for i, c in enumerate(want)}
+    recode = np.array([index.get(c, -2) for c in got], dtype=np.int64)
+    out = np.where(col >= 0, recode[np.maximum(col, 0)], col)
+    if (out == -2).any():
+        bad = [got[c] for c in np.unique(col[out == -2])]
+        raise DataValidationError(
+            f"Variable {var!r} of '{name}' holds the label(s) {bad[:5]} that the model "
+            f"never had (its categories: {want}). Recode them to the model's "
+            "categories or set them to missing (-1)."
+        )
+    return out
+
+
+def _default_names(data) -> bool:
     """Whether ``data`` has the names a CategoricalData gets when given none."""
-    return list(data.names) == [f"x{j}" for j in range(data.n_variables)]
+    return list(data.names) == [f"x{j}" for j in range(len(data.names))]
+
+
+def _check_label_types(values, col) -> None:
+    """Refuse a column mixing strings with other values, or with clashing labels.
+
+    Labels are string forms, and new rows are matched to them by string form: ``1``
+    and ``"1"`` in one column would be two categories with one label.
+    """
+    is_str = np.array([isinstance(v, str | bytes) for v in values], dtype=bool)
+    if is_str.any() and not is_str.all():
+        strs = [v for v, k in zip(values, is_str, strict=True) if k][:3]
+        others = [v for v, k in zip(values, is_str, strict=True) if not k][:3]
+        raise DataValidationError(
+            f"Column {col!r} of 'df' mixes strings {strs} with other values "
+            f"{others}; labels are string forms, so e.g. 1 and '1' would be two "
+            "categories with one label. Convert the column to one type first (e.g. "
+            "df[col].astype(str), or pd.to_numeric)."
+        )
+    labels = [str(v) for v in values]
+    if len(set(labels)) != len(labels):
+        dup = sorted({c for c in labels if labels.count(c) > 1})
+        raise DataValidationError(
+            f"Column {col!r} of 'df' holds distinct values with the same string form "
+            f"{dup}; labels must be unique. Convert the column to one type first."
+        )
 
 
 def _default_labels(k: int) -> list[str]:

@@ -119,9 +119,7 @@ def main(argv=None):
     for label, runs in times.items():
         med = min(m for m, _ in runs)
         mn = min(x for _, x in runs)
-        extra = (
-            f"{compile_s[label]:11.2f} {errors[label]:9.1e}" if label in kernels else ""
-        )
+        extra = f"{compile_s[label]:11.2f} {errors[label]:9.1e}" if label in kernels else ""
         print(f"{label:40s} {med:10.2f} {mn:8.2f} {med / scipy_ms:8.3f} {extra}")
     comp_ms = min(m for m, _ in times["default (build_em_kernel)"])
     ratio = comp_ms / scipy_ms

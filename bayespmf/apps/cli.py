@@ -25,7 +25,10 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="output directory (overrides output.dir)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
     run.add_argument(
-        "--check", action="store_true", help="only validate the specification, run nothing"
+        "--check",
+        action="store_true",
+        help="make every check the run makes on its inputs (the data set is loaded to "
+        "check the target and ranks), then stop; fit and write nothing",
     )
     ds = sub.add_parser("datasets", help="list the shipped data sets or describe one")
     ds.add_argument("name", nargs="?", help="a data set to describe")

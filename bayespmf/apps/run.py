@@ -13,18 +13,32 @@ The steps of :func:`run_spec`, each announced with its elapsed time:
    :func:`bayespmf.apps.tasks.predict_ratings` with its baselines; write ``task.csv``,
    ``task.md`` and ``task.png``;
 5. ``results.json``: everything measured, in one file.
+
+**A failed run leaves nothing that looks complete.** The outputs are written into a
+hidden staging folder inside the output folder (``.partial-<random>``) and moved into
+place only when every step has succeeded: first the old ``results.json`` is removed,
+then each output is renamed over its old version (:func:`bayespmf._atomic.replace_file`),
+and ``results.json`` is written last, atomically. ``results.json`` is therefore the mark
+of a complete run: it exists only when every file it lists (``"files"``) comes from the
+run that wrote it. A run that fails (or is interrupted) removes its staging folder and
+leaves the output folder as it was, the previous run's results included; a run killed
+outright leaves at most a ``.partial-*`` folder, never a result file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from bayespmf._atomic import atomic_write, replace_file, write_netcdf
 from bayespmf._runtime import n_cpus
-from bayespmf.apps.spec import RunSpec
+from bayespmf.apps.spec import RunSpec, task_arguments
 
 __all__ = ["estimate_dataset", "run_spec", "table_to_markdown"]
 
@@ -122,12 +136,44 @@ def run_spec(
 ) -> dict:
     """Run a validated :class:`~bayespmf.apps.spec.RunSpec` and write its outputs.
 
+    The outputs are staged and moved into the output folder only at the end, with
+    ``results.json`` (the mark of a complete run) written last: a run that fails
+    leaves the output folder as it was (see the module docstring).
+
     Returns
     -------
     dict
         What was computed: ``summary`` (DataFrame), ``out_dir``, and when run,
         ``estimator``, ``metrics``, ``idata``, ``convergence``, ``task_table``.
     """
+    name = spec.data["name"]
+    out = Path(out_dir or spec.output.get("dir") or f"results/{name}")
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".partial-", dir=out))
+    try:
+        results = _run_staged(spec, out, stage, progressbar)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):  # only if empty
+                out.rmdir()
+        raise
+    shutil.rmtree(stage, ignore_errors=True)
+    return results
+
+
+def _commit(stage: Path, out: Path, written: list[str], metrics: dict) -> None:
+    """Move the staged outputs into ``out``; ``results.json`` last (the completion mark)."""
+    marker = out / "results.json"
+    marker.unlink(missing_ok=True)  # from here on, no set of files looks complete
+    for name in written:
+        replace_file(stage / name, out / name)
+    with atomic_write(marker, text=True) as fh:
+        fh.write(json.dumps(metrics, indent=2, default=str))
+
+
+def _run_staged(spec, out: Path, stage: Path, progressbar: bool) -> dict:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -135,8 +181,6 @@ def run_spec(
 
     t_start = time.perf_counter()
     name = spec.data["name"]
-    out = Path(out_dir or spec.output.get("dir") or f"results/{name}")
-    out.mkdir(parents=True, exist_ok=True)
     results: dict = {"out_dir": out}
     metrics: dict = {"spec": str(spec.path), "data": name, "seed": spec.seed}
     written: list[str] = []
@@ -147,26 +191,27 @@ def run_spec(
         if target is not None:
             data.index_of(target)  # fail early on a bad target name
         summary = data.summary()
-        summary.to_csv(out / "summary.csv")
+        summary.to_csv(stage / "summary.csv")
         written.append("summary.csv")
         _say(f"   {name}: {data!r}")
         _say(summary.to_string(float_format=lambda v: f"{v:.1f}"))
     results["summary"] = summary
     est = train = test = None
     if spec.fit is not None:
-        est, train, test = _fit(spec, data, target, out, metrics, written, progressbar)
+        est, train, test = _fit(spec, data, target, stage, metrics, written, progressbar)
         results["estimator"] = est
     if spec.sample is not None:
         idata, conv = _sample(
-            spec, data, target, est, train, test, out, metrics, written, progressbar
+            spec, data, target, est, train, test, stage, metrics, written, progressbar
         )
         results["idata"], results["convergence"] = idata, conv
     if spec.task is not None:
         results["task_table"] = _task(
-            spec, data, target, out, metrics, written, progressbar
+            spec, data, target, stage, metrics, written, progressbar
         )
     metrics["total_seconds"] = round(time.perf_counter() - t_start, 2)
-    (out / "results.json").write_text(json.dumps(metrics, indent=2, default=str))
+    metrics["files"] = [*written, "results.json"]
+    _commit(stage, out, written, metrics)
     written.append("results.json")
     _say(f"wrote {', '.join(str(out / w) for w in written)}")
     _say(f"total {metrics['total_seconds']:.1f} s")
@@ -235,7 +280,7 @@ def _fit(spec, data, target, out, metrics, written, progressbar):
     est.save(out / "fit.npz")
     written.append("fit.npz")
     if spec.output["netcdf"]:
-        estimate_dataset(est, data).to_netcdf(out / "estimate.nc", engine="h5netcdf")
+        write_netcdf(estimate_dataset(est, data), out / "estimate.nc", engine="h5netcdf")
         written.append("estimate.nc")
     if spec.output["figures"]:
         k = _MAX_PLOTTED
@@ -338,7 +383,7 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
             mapping = {k: v for k, v in mapping.items() if k != v}
             if mapping:
                 renamed[group] = ds.rename(mapping)
-        renamed.to_netcdf(out / "posterior.nc", engine="h5netcdf")
+        write_netcdf(renamed, out / "posterior.nc", engine="h5netcdf")
         written.append("posterior.nc")
     if spec.output["figures"]:
         var_names = ["weights"] + [f"A_{n}" for n in data.names[: _MAX_PLOTTED // 4]]
@@ -360,28 +405,7 @@ def _task(spec, data, target, out, metrics, written, progressbar):
     from bayespmf.plots import plot_task
 
     t = spec.task
-    kw = {
-        "n_trials": t["n_trials"],
-        "random_state": t["random_state"],
-        "progressbar": progressbar,
-    }
-    if t["methods"] is not None:
-        kw["methods"] = t["methods"]
-    if t["baselines"] is not None:
-        kw["baselines"] = t["baselines"]
-    if t["ranks"] is not None:
-        kw["ranks"] = t["ranks"]
-    elif spec.fit is not None and isinstance(spec.fit["rank"], list):
-        kw["ranks"] = spec.fit["rank"]
-    if t["posterior"]:
-        s = spec.sample or {}
-        kw["posterior"] = {
-            "method": s.get("method", "nuts"),
-            "draws": s.get("draws", tasks.POSTERIOR_DEFAULTS["draws"]),
-            "tune": s.get("tune", tasks.POSTERIOR_DEFAULTS["tune"]),
-            "chains": s.get("chains", tasks.POSTERIOR_DEFAULTS["chains"]),
-            "n_trials": t["posterior_trials"],
-        }
+    kw = {**task_arguments(spec), "progressbar": progressbar}
     dataset = data if t["kind"] == "ratings" else (data, target)
     with _Step(f"task '{t['kind']}': {t['n_trials']} random splits, methods vs baselines"):
         if t["kind"] == "classify":

@@ -3,7 +3,12 @@
 A specification names a shipped data set, what to fit, whether to sample the posterior,
 which task to evaluate and where to write. Every key is checked before any work starts;
 an unknown key, a wrong type, a bad value or a missing file fails with a message that
-names the key and the file.
+names the key and the file. :func:`load_spec` makes every check the run would make on
+its inputs (``bayespmf run --check`` runs it and nothing else): the parameters go
+through the validators the run uses (the seeds, ``fit.tol``, ``fit.max_iter``, the
+sampler's arguments, the task's), the loader options are checked against the loader's
+signature (names and types), and the data set is loaded (well under a second for the
+shipped ones), so that the target and the ranks are checked against the data.
 
 Example specification (``models/car.toml``)::
 
@@ -56,7 +61,12 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bayespmf._validation import DataValidationError
+from bayespmf._validation import (
+    DataValidationError,
+    check_float,
+    check_int,
+    check_random_state,
+)
 
 __all__ = ["RunSpec", "SpecError", "load_spec"]
 
@@ -202,6 +212,14 @@ def _one_of(path, key, value, allowed):
         _fail(path, f"'{key}' must be one of {list(allowed)}; got {value!r}.{hint}")
 
 
+def _checked(path, key, check, *args, **kwargs):
+    """``check(*args, **kwargs)`` (a validator of the run); its error names ``key``."""
+    try:
+        return check(*args, **kwargs)
+    except ValueError as err:  # DataValidationError included
+        raise SpecError(f"{path}: '{key}': {err}") from err
+
+
 def _at_least(path, key, value, low):
     values = value if isinstance(value, list) else [value]
     if any(v < low for v in values):
@@ -227,9 +245,25 @@ def _check_values(path, spec: RunSpec) -> None:
         _at_least(path, "fit.rank", spec.fit["rank"], 1)
         _one_of(path, "fit.method", spec.fit["method"], METHODS)
         if spec.fit["max_iter"] is not None:
-            _at_least(path, "fit.max_iter", spec.fit["max_iter"], 1)
-        if spec.fit["tol"] is not None and spec.fit["tol"] < 0:
-            _fail(path, f"'fit.tol' must be >= 0; got {spec.fit['tol']}.")
+            _checked(
+                path,
+                "fit.max_iter",
+                check_int,
+                spec.fit["max_iter"],
+                "max_iter",
+                owner="LatentClassPMF",
+                low=1,
+            )
+        if spec.fit["tol"] is not None:  # finite and >= 0, as LatentClassPMF asks
+            _checked(
+                path,
+                "fit.tol",
+                check_float,
+                spec.fit["tol"],
+                "tol",
+                owner="LatentClassPMF",
+                low=0.0,
+            )
         if spec.fit["random_state"] is None:
             spec.fit["random_state"] = spec.seed
     if spec.sample is not None:
@@ -276,6 +310,169 @@ def _check_values(path, spec: RunSpec) -> None:
             _fail(path, "task.kind = 'classify' needs 'data.target' for this data set.")
 
 
+def _check_seeds(path, spec: RunSpec) -> None:
+    """Every seed through ``check_random_state``, which every step of the run uses."""
+    seeds = {"seed": spec.seed}
+    for section, key in (
+        ("fit", "random_state"),
+        ("sample", "random_seed"),
+        ("task", "random_state"),
+    ):
+        values = getattr(spec, section)
+        if values is not None:
+            seeds[f"{section}.{key}"] = values[key]
+    for key, value in seeds.items():
+        _checked(path, key, check_random_state, value)
+
+
+def _check_loader_options(path, name: str, options: dict) -> None:
+    """``data.options`` against the loader's signature: names, types, required ones.
+
+    A loader would take ``impute = "no"`` as true (a non-empty string), so the type
+    of every option is checked against the loader's annotation.
+    """
+    import inspect
+    import typing
+
+    from bayespmf.datasets import loader as loader_of
+
+    loader = loader_of(name)
+    params = {
+        p.name: p
+        for p in inspect.signature(loader).parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    hints = typing.get_type_hints(loader)
+    for key, value in options.items():
+        if key not in params:
+            close = difflib.get_close_matches(key, list(params), n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            _fail(
+                path,
+                f"unknown key 'data.options.{key}' for the data set {name!r}.{hint} Its "
+                f"loader takes {list(params) or 'no options'}.",
+            )
+        want = hints.get(key)
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            options[key] = value = float(value)  # TOML writes 2 for 2.0
+        if isinstance(want, type) and not (
+            isinstance(value, want) and (want is bool or not isinstance(value, bool))
+        ):
+            _fail(
+                path,
+                f"'data.options.{key}' must be of type {want.__name__} for {name!r}; "
+                f"got {value!r}.",
+            )
+    missing = [k for k, p in params.items() if p.default is p.empty and k not in options]
+    if missing:
+        _fail(
+            path,
+            f"the data set {name!r} needs 'data.options' to give {missing}, e.g. "
+            f"options = {{ {missing[0]} = ... }}.",
+        )
+
+
+def _check_inputs(path, spec: RunSpec) -> None:
+    """The checks the run makes on its inputs: seeds, loader options, data, sampler, task.
+
+    The data set is loaded (as the run's first step does) so that the target, the
+    ranks and the task are checked against it.
+    """
+    from bayespmf import datasets
+    from bayespmf.fit.latent_class import check_identifiable_rank
+
+    _check_seeds(path, spec)
+    name, options = spec.data["name"], spec.data["options"]
+    _check_loader_options(path, name, options)
+    dataset = _checked(path, "data.options", datasets.load, name, **options)
+    data = dataset.data
+    target = spec.data["target"] or dataset.target
+    if target is not None:
+        key = "data.target" if spec.data["target"] is not None else "data.name"
+        _checked(path, key, data.index_of, target)
+    if spec.fit is not None:
+        ranks = (
+            spec.fit["rank"] if isinstance(spec.fit["rank"], list) else [spec.fit["rank"]]
+        )
+        for rank in ranks:
+            _checked(
+                path,
+                "fit.rank",
+                check_identifiable_rank,
+                rank,
+                data.n_categories,
+                "LatentClassPMF",
+            )
+    if spec.sample is not None:
+        from bayespmf.models import check_sampler_args
+
+        s = spec.sample
+        nuts = s["method"] == "nuts"
+        _checked(
+            path,
+            "[sample]",
+            check_sampler_args,
+            s["method"],
+            s["draws"],
+            s["tune"],
+            s["chains"] if nuts else 1,
+            "sample",
+            advi_iterations=s["advi_iterations"],
+            # the keywords the run passes to bayespmf.models.sample
+            sample_kwargs=(
+                {"cores": s["cores"] or 1, "target_accept": s["target_accept"]}
+                if nuts
+                else {}
+            ),
+        )
+    if spec.task is not None:
+        from bayespmf.apps import tasks
+
+        t = spec.task
+        kw = task_arguments(spec)  # what bayespmf.apps.run passes to the task
+        if t["kind"] == "classify":
+            _checked(
+                path,
+                "[task]",
+                tasks.check_task_inputs,
+                "classify",
+                datasets.Dataset(data, target),
+                **kw,
+            )
+        else:
+            _checked(path, "[task]", tasks.check_task_inputs, "ratings", data, **kw)
+
+
+def task_arguments(spec: RunSpec) -> dict:
+    """The keyword arguments of the ``[task]`` of ``spec`` for its task function.
+
+    :func:`bayespmf.apps.tasks.classify` or :func:`~bayespmf.apps.tasks.predict_ratings`
+    (the run adds ``progressbar``); ``--check`` validates the same arguments, so the
+    two cannot drift. A task without ``ranks`` takes a rank grid from ``[fit]``; a
+    task with ``posterior = true`` takes its sampler sizes from ``[sample]`` (or the
+    task's defaults).
+    """
+    from bayespmf.apps import tasks
+
+    t = spec.task
+    kw = {"n_trials": t["n_trials"], "random_state": t["random_state"]}
+    for key in ("methods", "baselines", "ranks"):
+        if t[key] is not None:
+            kw[key] = t[key]
+    if t["ranks"] is None and spec.fit is not None and isinstance(spec.fit["rank"], list):
+        kw["ranks"] = spec.fit["rank"]
+    if t["posterior"]:
+        s = spec.sample or {}
+        kw["posterior"] = {
+            "method": s.get("method", "nuts"),
+            "draws": s.get("draws", tasks.POSTERIOR_DEFAULTS["draws"]),
+            "tune": s.get("tune", tasks.POSTERIOR_DEFAULTS["tune"]),
+            "chains": s.get("chains", tasks.POSTERIOR_DEFAULTS["chains"]),
+            "n_trials": t["posterior_trials"],
+        }
+    return kw
+
+
 def load_spec(path: str | Path) -> RunSpec:
     r"""Read and validate a TOML model specification.
 
@@ -284,7 +481,10 @@ def load_spec(path: str | Path) -> RunSpec:
     SpecError
         Missing or unreadable file, invalid TOML, an unknown section or key (with a
         "did you mean"), a value of the wrong type or out of range, or an unknown data
-        set, method, sampler, task or baseline.
+        set, method, sampler, task or baseline; whatever the run would refuse in its
+        inputs: a seed, ``fit.tol`` or sampler argument its validators refuse, an
+        unknown or wrongly typed loader option, an unknown target, a rank the data
+        cannot identify, task arguments the task refuses.
 
     Examples
     --------
@@ -335,4 +535,5 @@ def load_spec(path: str | Path) -> RunSpec:
             spec, section, _check_section(path, section, raw[section], _SCHEMA[section])
         )
     _check_values(path, spec)
+    _check_inputs(path, spec)
     return spec

@@ -54,6 +54,7 @@ __all__ = [
     "POSTERIOR_COMBINE",
     "POSTERIOR_DEFAULTS",
     "RATING_METHODS",
+    "check_task_inputs",
     "classify",
     "predict_ratings",
 ]
@@ -763,6 +764,103 @@ def _record(method, kind, trial, seed, metrics, selected, fit_s, total_s, **extr
     } | extra
 
 
+def _check_run_args(
+    owner,
+    allowed_baselines,
+    methods,
+    baselines,
+    n_trials,
+    ranks,
+    fractions,
+    random_state,
+    posterior,
+):
+    """The checks of :func:`_run` before any trial (also run by :func:`check_task_inputs`).
+
+    Returns ``(methods, baselines, n_trials, ranks, configs, seeds)``.
+    """
+    methods = _check_names(methods, METHODS, "method")
+    baselines = _check_names(baselines, allowed_baselines, "baseline")
+    n_trials = check_int(n_trials, "n_trials", owner=owner, low=1)
+    ranks = _check_ranks(ranks)
+    if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-9:
+        raise DataValidationError(
+            f"'fractions' must be three fractions summing to 1; got {fractions!r}."
+        )
+    configs = _posterior_options(posterior)
+    seeds = _trial_seeds(random_state, n_trials)
+    return methods, baselines, n_trials, ranks, configs, seeds
+
+
+def check_task_inputs(kind: str, data, target=None, **kwargs) -> None:
+    """Check what :func:`classify` or :func:`predict_ratings` would refuse, running nothing.
+
+    The same checks, on the same arguments (the function's defaults filled in), as
+    the task makes before its first trial, and the rank grid against the data: a
+    grid in which no rank can be identified fails every trial.
+
+    Parameters
+    ----------
+    kind : {"classify", "ratings"}
+    data : str, Dataset or CategoricalData
+        As the task's first argument.
+    target : str or int, optional
+        The variable to classify (``"classify"`` only).
+    **kwargs
+        The task's keyword arguments (``methods``, ``baselines``, ``n_trials``,
+        ``ranks``, ``random_state``, ``posterior``, ...).
+
+    Raises
+    ------
+    DataValidationError
+        What the task would raise on these inputs (an unknown target, method or
+        baseline, a bad seed, rank grid or posterior option); an unknown keyword.
+
+    Examples
+    --------
+    >>> check_task_inputs("classify", "car", "class", ranks=[2, 3], n_trials=1)
+    >>> check_task_inputs("classify", "car", "klass")
+    Traceback (most recent call last):
+    ...
+    bayespmf._validation.DataValidationError: Unknown variable 'klass'; ...
+    """
+    import inspect
+
+    task = {"classify": classify, "ratings": predict_ratings}.get(kind)
+    if task is None:
+        raise DataValidationError(f"'kind' must be 'classify' or 'ratings'; got {kind!r}.")
+    args = (data, target) if kind == "classify" else (data,)
+    try:
+        bound = inspect.signature(task).bind(*args, **kwargs)
+    except TypeError as err:
+        raise DataValidationError(f"{task.__name__}: {err}") from err
+    bound.apply_defaults()
+    a = bound.arguments
+    if kind == "classify":
+        data, _ = _resolve_classify(data, target)
+        allowed = CLASSIFIERS
+    else:
+        data = _resolve_ratings(data)
+        allowed = RATING_BASELINES
+    _, _, _, ranks, _, _ = _check_run_args(
+        task.__name__,
+        allowed,
+        a["methods"],
+        a["baselines"],
+        a["n_trials"],
+        a["ranks"],
+        a["fractions"],
+        a["random_state"],
+        a["posterior"],
+    )
+    limit = max_identifiable_rank(data.n_categories)
+    if min(ranks) > limit:
+        raise DataValidationError(
+            f"No rank in {ranks} can be identified on these data (the largest is "
+            f"{limit}): every trial would skip them all. Use ranks <= {limit}."
+        )
+
+
 def _run(
     owner,
     split_fn,
@@ -780,16 +878,17 @@ def _run(
     progressbar,
 ):
     """Check the arguments of ``owner`` (classify, predict_ratings); run its trials."""
-    methods = _check_names(methods, METHODS, "method")
-    baselines = _check_names(baselines, allowed_baselines, "baseline")
-    n_trials = check_int(n_trials, "n_trials", owner=owner, low=1)
-    ranks = _check_ranks(ranks)
-    if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-9:
-        raise DataValidationError(
-            f"'fractions' must be three fractions summing to 1; got {fractions!r}."
-        )
-    configs = _posterior_options(posterior)
-    seeds = _trial_seeds(random_state, n_trials)
+    methods, baselines, n_trials, ranks, configs, seeds = _check_run_args(
+        owner,
+        allowed_baselines,
+        methods,
+        baselines,
+        n_trials,
+        ranks,
+        fractions,
+        random_state,
+        posterior,
+    )
     n_posts = [
         n_trials if o["n_trials"] is None else min(n_trials, int(o["n_trials"]))
         for o in configs

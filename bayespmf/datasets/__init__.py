@@ -36,6 +36,7 @@ __all__ = [
     "get_info",
     "list_datasets",
     "load",
+    "loader",
     "load_car",
     "load_movielens",
     "load_mushroom",
@@ -80,6 +81,17 @@ def describe(name: str) -> str:
         f"{info.name}: {info.description}\n"
         f"  rows: {info.n_rows}\n  cite: {info.citation}\n  terms: {info.license}"
     )
+
+
+def loader(name: str):
+    """The loader function of a shipped data set (its signature lists its options).
+
+    Examples
+    --------
+    >>> loader("car").__name__
+    'load_car'
+    """
+    return _LOADERS[get_info(name).name]
 
 
 def load(name: str, **kwargs) -> Dataset:

@@ -11,14 +11,21 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 
-from bayespmf._npz import load_fit, save_fit
+from bayespmf._npz import (
+    CorruptFileError,
+    check_suffix,
+    decode_value,
+    encode_value,
+    load_fit,
+    save_fit,
+)
 from bayespmf._validation import (
     DataValidationError,
     as_codes,
     check_int,
     check_random_state,
 )
-from bayespmf.data import CategoricalData
+from bayespmf.data import CategoricalData, as_categorical
 from bayespmf.fit.latent_class import METHODS, fit_latent_class
 from bayespmf.pmf import (
     LatentClassParams,
@@ -136,6 +143,15 @@ class LatentClassPMF(BaseEstimator):
     ``sklearn.utils.estimator_checks`` checks that fit on float data with a ``y``
     therefore do not apply (listed in ``tests/test_estimator_checks.py``), nor does
     ``check_estimators_unfitted`` (``predict`` needs a ``target``).
+
+    **Data after fit.** ``predict``, ``predict_proba``, ``predict_class_proba``,
+    ``score`` and the other methods that take rows bind a DataFrame or
+    CategoricalData to the fitted variables by name and category label
+    (:func:`bayespmf.data.as_categorical`): columns in another order and alphabets
+    listing the labels in another order (or only some of them) are recoded, and
+    unknown variables or labels are a ``DataValidationError``. Integer codes, and
+    any data given to an estimator fitted on bare codes, are positional. Codes
+    returned (``predict`` on a CategoricalData) are those of ``category_labels_``.
 
     Warns
     -----
@@ -306,15 +322,25 @@ class LatentClassPMF(BaseEstimator):
         return LatentClassParams(self.weights_, self.factors_)
 
     def _codes(self, data) -> np.ndarray:
+        """``data``'s codes in the fitted variable order and alphabets.
+
+        A DataFrame or CategoricalData is bound to the fitted variables by name and
+        category label (:func:`bayespmf.data.as_categorical`): other column orders and
+        alphabets are recoded, data that do not fit are refused. Integer codes, and
+        any data given to an estimator fitted on bare codes (no names), are positional.
+        """
         self._check_fitted()
-        if isinstance(data, pd.DataFrame):
+        names = getattr(self, "_names", None)
+        if isinstance(data, pd.DataFrame) or (
+            names is not None and isinstance(data, CategoricalData)
+        ):
             like = CategoricalData(
                 np.zeros((1, self.n_categories_.size), dtype=np.int64),
                 self.n_categories_,
-                getattr(self, "_names", None),
+                names,
                 getattr(self, "_categories", None),
             )
-            data = CategoricalData.from_pandas(data, like=like)
+            data = as_categorical(data, like, name="data")
         codes, _ = as_codes(data, self.n_categories_, name="data", allow_empty_columns=True)
         return codes
 
@@ -694,6 +720,18 @@ class LatentClassPMF(BaseEstimator):
     def save(self, path) -> Path:
         """Save the fit to ``path`` (``.npz``: arrays plus JSON metadata, no pickle).
 
+        Every fitted attribute and every parameter is saved exactly (a
+        ``numpy.random.Generator`` as its state, given starts as arrays, ``optima_``
+        with its dtypes, ``info_``), with a SHA-256 checksum of the content. The file
+        is written to a temporary file beside ``path`` and renamed over it: a failed
+        save leaves an existing file as it was. :func:`bayespmf.io.save` writes the
+        same content as netCDF-4.
+
+        Raises
+        ------
+        ValueError
+            ``path`` does not end in ``.npz``, or the estimator is not fitted.
+
         Examples
         --------
         >>> import tempfile, os
@@ -703,14 +741,52 @@ class LatentClassPMF(BaseEstimator):
         >>> np.array_equal(m2.weights_, m.weights_)
         True
         """
+        path = check_suffix(
+            path,
+            owner="LatentClassPMF.save",
+            hint="; bayespmf.io.save(model, 'fit.nc') writes netCDF-4",
+        )
+        meta, arrays = self._saved_state()
+        return save_fit(
+            path,
+            meta,
+            fmt=_FORMAT,
+            version=_FORMAT_VERSION,
+            owner="LatentClassPMF.save",
+            **arrays,
+        )
+
+    #: Fitted attributes saved as arrays (``n_categories_``: their shapes); the others go
+    #: to the metadata, encoded exactly.
+    _SAVED_ARRAYS = (
+        "weights_",
+        "factors_",
+        "n_categories_",
+        "loglik_trace_",
+        "optima_params_",
+    )
+
+    def _saved_state(self) -> tuple[dict, dict]:
+        """What :meth:`save` and :func:`bayespmf.io.save` write: metadata and arrays.
+
+        The metadata keeps the plain JSON keys of bayespmf 0.2 (``params`` without
+        ``random_state``, ``n_iter``, ``names``, ...) for older readers, and under
+        ``exact`` every parameter and every fitted attribute that is not an array here,
+        encoded by :func:`bayespmf._npz.encode_value`.
+        """
         self._check_fitted()
-        path = Path(path)
-        params = {k: v for k, v in self.get_params().items() if k != "random_state"}
-        if not isinstance(params["init"], str):  # given starts are not kept
-            params["init"] = "auto"
+        params = self.get_params(deep=False)
+        plain = {k: v for k, v in params.items() if k != "random_state"}
+        if not isinstance(plain["init"], str):  # older readers: given starts not kept
+            plain["init"] = "auto"
         optima = getattr(self, "optima_", None)
+        attributes = {
+            k: v
+            for k, v in vars(self).items()
+            if k not in _PARAMS and k not in self._SAVED_ARRAYS
+        }
         meta = {
-            "params": params,
+            "params": plain,
             "n_iter": int(self.n_iter_),
             "converged": bool(self.converged_),
             "loglik": float(getattr(self, "loglik_", np.nan)),
@@ -718,52 +794,137 @@ class LatentClassPMF(BaseEstimator):
             "optima": None if optima is None else optima.to_dict(orient="list"),
             "names": getattr(self, "_names", None),
             "categories": getattr(self, "_categories", None),
+            "exact": encode_value({"params": params, "attributes": attributes}),
         }
-        arrays = {f"factor_{n}": a for n, a in enumerate(self.factors_)}
+        arrays = {
+            "weights": np.asarray(self.weights_, dtype=float),
+            "loglik_trace": np.asarray(self.loglik_trace_, dtype=float),
+        }
+        arrays |= {f"factor_{n}": np.asarray(a) for n, a in enumerate(self.factors_)}
         for k, p in enumerate(getattr(self, "optima_params_", None) or []):
-            arrays[f"optimum_{k}_weights"] = p.weights
-            arrays.update({f"optimum_{k}_factor_{n}": a for n, a in enumerate(p.factors)})
-        return save_fit(
-            path,
-            meta,
-            fmt=_FORMAT,
-            version=_FORMAT_VERSION,
-            weights=self.weights_,
-            loglik_trace=np.asarray(self.loglik_trace_, dtype=float),
-            **arrays,
-        )
+            arrays[f"optimum_{k}_weights"] = np.asarray(p.weights)
+            arrays.update(
+                {f"optimum_{k}_factor_{n}": np.asarray(a) for n, a in enumerate(p.factors)}
+            )
+        return meta, arrays
 
     @classmethod
     def load(cls, path) -> LatentClassPMF:
-        """Load a fit written by :meth:`save` (never executes code: no pickle)."""
+        """Load a fit written by :meth:`save` (never executes code: no pickle).
+
+        The content is checked against the checksum recorded at save time, then
+        validated: weights and factors finite, on the simplex (column-stochastic
+        factors), of one rank, and category labels matching the factors' shapes.
+        Files written before checksums were recorded are validated only.
+
+        Raises
+        ------
+        bayespmf.io.CorruptFileError
+            A checksum mismatch, or invalid or inconsistent content (a
+            ``DataValidationError``, hence a ``ValueError``).
+        """
         f, meta = load_fit(
             path, fmt=_FORMAT, version=_FORMAT_VERSION, owner="LatentClassPMF"
         )
-        n_factors = sum(1 for k in f if k.startswith("factor_"))
-        factors = [f[f"factor_{n}"] for n in range(n_factors)]
-        model = cls(**meta["params"])
-        model._set_fitted(
-            LatentClassParams(f["weights"], factors), [a.shape[0] for a in factors]
-        )
-        model.loglik_trace_ = f["loglik_trace"]
-        optima_params = []
-        while f"optimum_{len(optima_params)}_weights" in f:
-            k = len(optima_params)
-            optima_params.append(
-                LatentClassParams(
-                    f[f"optimum_{k}_weights"],
-                    [f[f"optimum_{k}_factor_{n}"] for n in range(n_factors)],
-                )
+        return cls._from_saved(f, meta, path)
+
+    @classmethod
+    def _from_saved(cls, arrays: dict, meta: dict, path) -> LatentClassPMF:
+        """Rebuild and validate a fit from what :meth:`_saved_state` wrote.
+
+        Files of bayespmf <= 0.2 have no ``exact`` key: their plain keys are read.
+        """
+
+        def corrupt(what: str) -> CorruptFileError:
+            return CorruptFileError(
+                f"{path} does not hold a valid LatentClassPMF fit: {what}. The file is "
+                "damaged or was not written by bayespmf; save the fit again (or refit)."
             )
-        model.n_iter_ = meta["n_iter"]
-        model.converged_ = meta["converged"]
-        model.loglik_ = meta.get("loglik", np.nan)
-        model.n_init_best_ = meta.get("n_init_best")
-        optima = meta.get("optima")
-        model.optima_ = None
-        if optima is not None:
-            model.optima_ = pd.DataFrame(optima).rename_axis("optimum")
+
+        n_factors = sum(1 for k in arrays if k.startswith("factor_"))
+        try:
+            weights = arrays["weights"]
+            factors = [arrays[f"factor_{n}"] for n in range(n_factors)]
+            trace = np.asarray(arrays["loglik_trace"])
+        except KeyError as err:
+            raise corrupt(f"the array {err} is missing") from None
+        try:
+            params = check_params(weights, factors)
+        except DataValidationError as err:
+            raise corrupt(str(err).rstrip(".")) from None
+        if n_factors == 0:
+            raise corrupt("it holds no factors")
+        if trace.ndim != 1 or trace.dtype.kind != "f":
+            raise corrupt(f"'loglik_trace' must be a 1-D float array; got {trace.shape}")
+        optima_params = []
+        while f"optimum_{len(optima_params)}_weights" in arrays:
+            k = len(optima_params)
+            try:
+                p = check_params(
+                    arrays[f"optimum_{k}_weights"],
+                    [arrays[f"optimum_{k}_factor_{n}"] for n in range(n_factors)],
+                )
+            except (KeyError, DataValidationError) as err:
+                raise corrupt(f"optimum {k}: {err}") from None
+            if [a.shape for a in p.factors] != [a.shape for a in params.factors]:
+                raise corrupt(f"optimum {k} has other shapes than the factors")
+            optima_params.append(p)
+        if "exact" in meta:
+            exact = decode_value(meta["exact"], path=path)
+            try:
+                given, attributes = dict(exact["params"]), dict(exact["attributes"])
+            except (KeyError, TypeError, ValueError):
+                raise corrupt("the saved parameters are malformed") from None
+        else:  # bayespmf <= 0.2: the plain keys (loglik_ etc. absent from netCDF)
+            given = dict(meta.get("params", {}))
+            optima = meta.get("optima")
+            attributes = {
+                "loglik_": meta.get("loglik", np.nan),
+                "optima_": (
+                    None if optima is None else pd.DataFrame(optima).rename_axis("optimum")
+                ),
+                "n_init_best_": meta.get("n_init_best"),
+                "n_iter_": meta.get("n_iter", 0),
+                "converged_": meta.get("converged", True),
+                "info_": {},
+                "_names": meta.get("names"),
+                "_categories": meta.get("categories"),
+            }
+        given.setdefault("rank", params.weights.size)
+        if set(given) - set(_PARAMS):
+            raise corrupt(f"unknown parameters {sorted(set(given) - set(_PARAMS))}")
+        if given["rank"] != params.weights.size:
+            raise corrupt(f"rank {given['rank']!r} but {params.weights.size} weights")
+        for name in attributes:
+            fitted = name.endswith("_") and not name.startswith("_")
+            if not (fitted or name in ("_names", "_categories")) or hasattr(cls, name):
+                raise corrupt(f"unknown attribute {name!r}")
+        _check_labels(
+            attributes.get("_names"),
+            attributes.get("_categories"),
+            [a.shape[0] for a in params.factors],
+            corrupt,
+        )
+        model = cls(**given)
+        model._set_fitted(params, [a.shape[0] for a in params.factors])
+        model.loglik_trace_ = trace
         model.optima_params_ = optima_params or None
-        model.info_ = {}
-        model._names, model._categories = meta["names"], meta["categories"]
+        for name, value in attributes.items():
+            setattr(model, name, value)
         return model
+
+
+def _check_labels(names, categories, n_categories, corrupt) -> None:
+    """Names and category labels of a saved fit agree with its factors."""
+    n_vars = len(n_categories)
+    if names is not None and (not isinstance(names, list) or len(names) != n_vars):
+        raise corrupt(f"{n_vars} factors but the variable names {names!r:.80}")
+    if categories is None:
+        return
+    if not isinstance(categories, list) or len(categories) != n_vars:
+        raise corrupt(f"{n_vars} factors but category labels for {len(categories)}")
+    for n, (labels, size) in enumerate(zip(categories, n_categories, strict=True)):
+        if not isinstance(labels, list) or len(labels) != size:
+            raise corrupt(
+                f"factor {n} has {size} categories but {len(labels)} category labels"
+            )

@@ -11,9 +11,16 @@ import scipy.stats
 from scipy.special import logsumexp, softmax
 from sklearn.base import BaseEstimator
 
-from bayespmf._npz import load_fit, save_fit
+from bayespmf._npz import (
+    CorruptFileError,
+    check_suffix,
+    decode_value,
+    encode_value,
+    load_fit,
+    save_fit,
+)
 from bayespmf._validation import as_codes
-from bayespmf.data import CategoricalData
+from bayespmf.data import CategoricalData, as_categorical
 from bayespmf.estimators.latent_class import NotFittedError
 from bayespmf.fit.covariates import (
     DEFAULT_MAX_ITER,
@@ -350,14 +357,18 @@ class LatentClassRegression(BaseEstimator):
     def _prepare(self, X, covariates):
         """Validated codes, alphabet sizes and design of new rows."""
         self._check_fitted()
-        if isinstance(X, pd.DataFrame):
+        names = getattr(self, "_names", None)
+        if isinstance(X, pd.DataFrame) or (
+            names is not None and isinstance(X, CategoricalData)
+        ):
+            # bound by name and category label, as LatentClassPMF does
             like = CategoricalData(
                 np.zeros((1, self.n_categories_.size), dtype=np.int64),
                 self.n_categories_,
-                self._names,
+                names,
                 self._categories,
             )
-            codes = CategoricalData.from_pandas(X, like=like)
+            codes = as_categorical(X, like, name="X")
         else:
             codes = X
         codes, n_cat = as_codes(
@@ -499,7 +510,15 @@ class LatentClassRegression(BaseEstimator):
     def save(self, path) -> Path:
         """Save the fit to ``path`` (``.npz``: arrays plus JSON metadata, no pickle).
 
-        ``random_state`` is kept only when it is None or an int.
+        Every parameter (a ``numpy.random.Generator`` ``random_state`` as its state)
+        and fitted attribute is kept exactly, with a SHA-256 checksum of the content.
+        The file is written beside ``path`` and renamed over it when complete: a failed
+        save leaves an existing file as it was.
+
+        Raises
+        ------
+        ValueError
+            ``path`` does not end in ``.npz``, or the estimator is not fitted.
 
         Examples
         --------
@@ -513,14 +532,15 @@ class LatentClassRegression(BaseEstimator):
         >>> np.array_equal(LatentClassRegression.load(p).coef_, m.coef_)
         True
         """
+        path = check_suffix(path, owner=f"{_OWNER}.save")
         self._check_fitted()
-        path = Path(path)
         params = self.get_params()
         rs = params["random_state"]
         if not (rs is None or isinstance(rs, int | np.integer)):
-            params["random_state"] = None
+            params["random_state"] = None  # plain JSON for older readers; see "exact"
         meta = {
             "params": params,
+            "exact": encode_value({"random_state": rs}),
             "loglik": self.loglik_,
             "loglik_start": self.loglik_start_,
             "n_iter": self.n_iter_,
@@ -536,6 +556,7 @@ class LatentClassRegression(BaseEstimator):
             meta,
             fmt=_FORMAT,
             version=_FORMAT_VERSION,
+            owner=f"{_OWNER}.save",
             coef=self.coef_,
             coef_stderr=self.coef_stderr_,
             coef_covariance=self.coef_covariance_,
@@ -547,11 +568,26 @@ class LatentClassRegression(BaseEstimator):
 
     @classmethod
     def load(cls, path) -> LatentClassRegression:
-        """Load a fit written by :meth:`save` (never executes code: no pickle)."""
+        """Load a fit written by :meth:`save` (never executes code: no pickle).
+
+        The content is checked against the checksum recorded at save time (files
+        without one, from bayespmf <= 0.2, are not) and validated: factors finite and
+        column-stochastic, one rank for the factors, weights and coefficients, category
+        labels matching the factors.
+
+        Raises
+        ------
+        bayespmf.io.CorruptFileError
+            A checksum mismatch, or invalid or inconsistent content.
+        """
         f, meta = load_fit(path, fmt=_FORMAT, version=_FORMAT_VERSION, owner=_OWNER)
-        model = cls(**meta["params"])
+        params = dict(meta["params"])
+        if "exact" in meta:
+            params |= decode_value(meta["exact"], path=path)
+        model = cls(**params)
         n_factors = sum(1 for k in f if k.startswith("factor_"))
         model.factors_ = [f[f"factor_{n}"] for n in range(n_factors)]
+        _check_saved(path, f, model.factors_, meta)
         model.coef_ = f["coef"]
         model.coef_stderr_ = f["coef_stderr"]
         model.coef_covariance_ = f["coef_covariance"]
@@ -566,3 +602,42 @@ class LatentClassRegression(BaseEstimator):
         model._columns = meta["columns"]
         model._names, model._categories = meta["names"], meta["categories"]
         return model
+
+
+def _check_saved(path, arrays: dict, factors: list, meta: dict) -> None:
+    """Validate a loaded LatentClassRegression fit (a CorruptFileError naming ``path``)."""
+    from bayespmf.pmf import check_params
+
+    def corrupt(what: str) -> CorruptFileError:
+        return CorruptFileError(
+            f"{path} does not hold a valid {_OWNER} fit: {what}. The file is damaged or "
+            "was not written by bayespmf; save the fit again (or refit)."
+        )
+
+    try:
+        weights, coef = arrays["weights"], arrays["coef"]
+        stderr, cov = arrays["coef_stderr"], arrays["coef_covariance"]
+        n_cat = arrays["n_categories"]
+    except KeyError as err:
+        raise corrupt(f"the array {err} is missing") from None
+    if not factors:
+        raise corrupt("it holds no factors")
+    try:
+        check_params(weights, factors)
+    except ValueError as err:  # a DataValidationError
+        raise corrupt(str(err).rstrip(".")) from None
+    rank = weights.size
+    if coef.ndim != 2 or coef.shape[1] != rank or not np.all(np.isfinite(coef)):
+        raise corrupt(f"'coef' must be a finite (n_covariates, {rank}) array")
+    if stderr.shape != coef.shape or cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
+        raise corrupt("'coef_stderr' or 'coef_covariance' do not match 'coef'")
+    if list(n_cat) != [a.shape[0] for a in factors]:
+        raise corrupt("'n_categories' does not match the factors")
+    names, cats = meta.get("covariate_names"), meta.get("categories")
+    if not isinstance(names, list) or len(names) != coef.shape[0]:
+        raise corrupt("the covariate names do not match 'coef'")
+    if cats is not None and (
+        len(cats) != len(factors)
+        or any(len(c) != a.shape[0] for c, a in zip(cats, factors, strict=False))
+    ):
+        raise corrupt("the category labels do not match the factors' shapes")

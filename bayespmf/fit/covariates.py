@@ -32,7 +32,12 @@ from bayespmf._validation import (
     check_int,
     check_random_state,
 )
-from bayespmf.fit.latent_class import check_sample_weight, fit_latent_class
+from bayespmf.fit.latent_class import (
+    check_sample_weight,
+    fit_latent_class,
+    rescaled_fit,
+    unit_mean_weights,
+)
 from bayespmf.fit.loop import iterate, predicted_gain
 from bayespmf.kernels.covariates import (
     MAX_HALVINGS,
@@ -629,6 +634,13 @@ def fit_latent_class_regression(
     weight = (
         None if sample_weight is None else check_sample_weight(sample_weight, n_rows, owner)
     )
+    scale = 1.0
+    if weight is not None:
+        # the fit runs on weights of mean 1 (scale-invariant stopping rules) with the
+        # ridge scaled alike, so it maximizes the caller's penalized objective divided
+        # by ``scale``; the log-likelihoods and the information are scaled back below
+        weight, scale = unit_mean_weights(weight)
+    ridge_fit = ridge / scale
     rng = check_random_state(random_state)
     base = fit_latent_class(
         codes,
@@ -640,7 +652,7 @@ def fit_latent_class_regression(
         owner=owner,
     )
     cdata = prepare_covariate_data(codes, n_cat, design, weight)
-    step = build_covariate_em_kernel(cdata, ridge=ridge, newton_steps=NEWTON_STEPS)
+    step = build_covariate_em_kernel(cdata, ridge=ridge_fit, newton_steps=NEWTON_STEPS)
     optima = base.optima_params or [base.params]
     results = []
     for start in optima[:n_starts]:
@@ -657,7 +669,7 @@ def fit_latent_class_regression(
             rule=_stopping_rule,
         )
         loglik = covariate_loglik(cdata, state.beta, state.factors_stacked)
-        penalty = 0.5 * ridge * float(np.sum(state.beta[:, 1:] ** 2))
+        penalty = 0.5 * ridge_fit * float(np.sum(state.beta[:, 1:] ** 2))
         results.append((loglik, state, it, loglik - penalty))
     best = int(np.argmax([r[3] for r in results]))
     loglik, state, it, _ = results[best]
@@ -677,7 +689,7 @@ def fit_latent_class_regression(
     }
     if polish:
         beta, a, info["newton_steps"] = newton_polish(
-            cdata, state.beta, state.factors_stacked, tol=tol, ridge=ridge
+            cdata, state.beta, state.factors_stacked, tol=tol, ridge=ridge_fit
         )
         state = CovariateEMState(beta, a, state.loglik)
         loglik = covariate_loglik(cdata, beta, a)
@@ -703,6 +715,19 @@ def fit_latent_class_regression(
     params = LatentClassRegressionParams(
         np.array(state.beta), split_factors(state.factors_stacked, n_cat)
     )
+    if scale != 1.0:  # back on the caller's weights (information scales with them)
+        info["starts"] = [(ll * scale, n, ok) for ll, n, ok in info["starts"]]
+        info["base"] = rescaled_fit(base, scale, loglik_trace=True)
+        if se is not None:
+            se = se / np.sqrt(scale)
+            info["covariance"] = info["covariance"] / scale
     return LatentClassRegressionFit(
-        params, loglik, it.n_iter, it.trace, it.converged, se, base.loglik, info
+        params,
+        loglik * scale,
+        it.n_iter,
+        np.asarray(it.trace, dtype=float) * scale,
+        it.converged,
+        se,
+        base.loglik * scale,
+        info,
     )

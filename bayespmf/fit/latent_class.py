@@ -38,8 +38,9 @@ from bayespmf._validation import (
 from bayespmf.data import CategoricalData
 from bayespmf.fit.cnmf import cnmf_opt
 from bayespmf.fit.ctd import ctd
-from bayespmf.fit.em import ad_em, em_start, run_em
+from bayespmf.fit.em import EMInfo, ad_em, em_start, run_em
 from bayespmf.fit.juror import juror
+from bayespmf.fit.loop import ROUNDOFF
 from bayespmf.kernels.cnmf import cnmf_spa
 from bayespmf.kernels.em import (
     build_em_kernel,
@@ -52,6 +53,7 @@ from bayespmf.pmf import (
     check_params,
     log_likelihood_rows,
     offsets_of,
+    split_factors,
     stack_factors,
 )
 
@@ -65,10 +67,15 @@ __all__ = [
     "InMemorySource",
     "LatentClassFit",
     "LocalOptimumWarning",
+    "InsufficientMemoryError",
+    "MemoryBudgetWarning",
+    "available_memory",
+    "memory_estimate",
     "fit_latent_class",
     "max_identifiable_rank",
     "multistart",
     "optima_table",
+    "check_identifiable_rank",
     "check_sample_weight",
     "fit_from_starts",
     "random_starts",
@@ -173,6 +180,181 @@ WEIGHTED_METHODS = (*EM_METHODS, "cnmf-spa", "cnmf-opt")
 #: category stays possible in every class.
 ROW_SEED_SMOOTHING = 0.5
 
+#: Peak bytes of a fit's stages per entry of what each scales with, measured with
+#: tracemalloc (the NumPy arrays of whole fits, F = 2), with a margin of 1.2-3x:
+#: ``"pairwise"`` per entry of the ``(sum I)^2`` pairwise block matrix: CNMF-SPA held
+#: 5.2-11.2 float64 copies of it (the marginals, pair weights, its misfit buffer, the
+#: bootstrap's model, replicate and draw plan; the most for wide binary data), CNMF-OPT
+#: 6.2-6.5; ``"triple"`` per entry of all triple marginals (``sum_{j<k<l} I_j I_k
+#: I_l``): CTD 2.2-2.7 copies; ``"projection"`` per entry of JUROR's pair Gram matrices
+#: and scatter matrix (``sum_{j<k} (I_j I_k)^2 + (sum I)^2``): 7.5-9.8 copies (24 at
+#: N = 12, I = 5, where its fixed costs weigh); ``"explore"`` per entry of the stacked
+#: factors of all starts of ``"auto"`` (``n_init (sum I) F``): 17.2 copies;
+#: ``"rows"`` per code (``S N``): EM and SQUAREM-PMF 34 bytes; ``"factors"`` per factor
+#: entry (``(sum I) F``): SQUAREM-PMF up to 2200 bytes (EM 60).
+MEMORY_PER_ENTRY = {
+    "pairwise": 128,
+    "triple": 48,
+    "projection": 128,
+    "explore": 224,
+    "rows": 64,
+    "factors": 4096,
+}
+
+#: Methods that factor the pairwise marginals (a ``(sum I)^2`` matrix).
+PAIRWISE_METHODS = ("cnmf-spa", "cnmf-opt", "cnmf-spa-em", "cnmf-spa-squarem")
+
+
+class MemoryBudgetWarning(UserWarning):
+    """A stage of a fit was left out because its arrays would not fit in memory."""
+
+
+class InsufficientMemoryError(ValueError, MemoryError):
+    """The fit asked for needs more memory than is available (a ``ValueError``)."""
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still allocate, or None when unknown.
+
+    The smallest of the system's available memory (``MemAvailable`` of /proc/meminfo
+    on Linux, else :mod:`psutil` when it is installed) and the room left under a
+    cgroup v2 memory limit (containers). :func:`fit_latent_class` compares
+    :func:`memory_estimate` with it before allocating.
+
+    Examples
+    --------
+    >>> m = available_memory()
+    >>> m is None or m >= 0
+    True
+    """
+    found = []
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if not found:
+        try:
+            import psutil
+
+            found.append(int(psutil.virtual_memory().available))
+        except Exception:  # not installed, or no reading on this platform
+            pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = fh.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as fh:
+            used = int(fh.read().strip())
+        if limit != "max":
+            found.append(max(0, int(limit) - used))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def _gib(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:.3g} GiB"
+
+
+def memory_estimate(
+    method: str, n_categories, rank: int, *, n_rows: int = 0, n_init: int | None = None
+) -> dict[str, int]:
+    """Estimated peak bytes of each stage of ``fit_latent_class(method=method)``.
+
+    Parameters
+    ----------
+    method : str
+        A key of :data:`METHODS`.
+    n_categories : sequence of int
+        Alphabet sizes ``I_n``.
+    rank : int
+    n_rows : int, default 0
+        Rows ``S`` of the data (0: leave the row passes out).
+    n_init : int, optional
+        Starts of ``"auto"`` (default :data:`DEFAULT_N_INIT`).
+
+    Returns
+    -------
+    dict
+        ``{stage: bytes}``; the stages run one after another, so a fit needs about the
+        largest. ``"EM"`` (every method: the rows and factors), ``"pairwise
+        marginals"`` (the CNMF methods, and the CNMF-SPA start of ``"auto"``),
+        ``"triple marginals"`` (CTD), ``"projection marginals"`` (JUROR) and
+        ``"exploration"`` (``"auto"``: all starts at once; it runs in smaller batches
+        of starts when that does not fit). Scaled from :data:`MEMORY_PER_ENTRY`.
+
+    Examples
+    --------
+    >>> est = memory_estimate("cnmf-spa", [100_000, 2], 2, n_rows=10)
+    >>> round(est["pairwise marginals"] / 2**30)
+    1192
+    >>> est["EM"] < 2**30
+    True
+    """
+    n_cat = [int(i) for i in np.asarray(n_categories).ravel()]
+    total = sum(n_cat)
+    per = MEMORY_PER_ENTRY
+    out = {"EM": per["rows"] * int(n_rows) * len(n_cat) + per["factors"] * total * rank}
+    if method in (*PAIRWISE_METHODS, "auto"):
+        out["pairwise marginals"] = per["pairwise"] * total**2
+    if method == "auto":
+        starts = DEFAULT_N_INIT if n_init is None else int(n_init)
+        out["exploration"] = per["explore"] * starts * total * rank
+    if method == "ctd":
+        e1 = e2 = e3 = 0  # elementary symmetric sums: e3 = sum_{j<k<l} I_j I_k I_l
+        for i in n_cat:
+            e3, e2, e1 = e3 + e2 * i, e2 + e1 * i, e1 + i
+        out["triple marginals"] = per["triple"] * e3
+    if method.startswith("juror"):
+        squares = [i * i for i in n_cat]
+        pair_grams = (sum(squares) ** 2 - sum(s * s for s in squares)) // 2
+        out["projection marginals"] = per["projection"] * (pair_grams + total**2)
+    return out
+
+
+def _n_rows(source) -> int:
+    codes = getattr(source, "codes", None)
+    return int(codes.shape[0]) if codes is not None else 0
+
+
+def _check_memory(method, source, rank, n_init, owner) -> None:
+    """Refuse a fit whose required stages cannot fit in the available memory.
+
+    ``"auto"``'s CNMF-SPA start and exploration are not required: they are left out
+    or batched at run time (:func:`_build_starts`, :func:`_explore`).
+    """
+    budget = available_memory()
+    if budget is None:
+        return
+    n_cat = source.n_categories
+    need = memory_estimate(method, n_cat, rank, n_rows=_n_rows(source), n_init=n_init)
+    if method == "auto":
+        need = {"EM": need["EM"]}
+    stage, required = max(need.items(), key=lambda item: item[1])
+    if required <= budget:
+        return
+    em_need = memory_estimate("em", n_cat, rank, n_rows=_n_rows(source))["EM"]
+    total = int(np.sum(n_cat))
+    if stage == "EM" or em_need > budget:
+        fix = (
+            "Fit fewer rows or variables, merge rare categories, or free memory."
+            if stage == "EM"
+            else f"method='em' needs about {_gib(em_need)} and does not fit either."
+        )
+    else:
+        fix = (
+            f"Use method='em' (about {_gib(em_need)}) or method='auto', which leave "
+            "these statistics out, or merge rare categories."
+        )
+    raise InsufficientMemoryError(
+        f"{owner}(method={method!r}) needs about {_gib(required)} for its {stage} "
+        f"(sum of n_categories = {total}, largest alphabet {int(np.max(n_cat))}), "
+        f"more than the {_gib(budget)} of memory available. {fix}"
+    )
+
 
 class LocalOptimumWarning(UserWarning):
     """The best log-likelihood was reached by too few starts: it may not be the MLE."""
@@ -233,6 +415,10 @@ class InMemorySource:
     #: Its EM kernel takes many starts at once (multi-start exploration).
     batched = True
 
+    #: The caller's weights are ``row_weight * weight_scale`` (``row_weight`` has mean
+    #: 1: see :func:`unit_mean_weights`); the fit's log-likelihoods are multiplied back.
+    weight_scale = 1.0
+
     def __init__(self, codes, n_categories, names=None, categories=None, row_weight=None):
         self.codes = codes
         self.n_categories = np.asarray(n_categories, dtype=np.int64)
@@ -256,12 +442,19 @@ class InMemorySource:
         return self._patterns
 
     def pairwise_marginals(self):
-        """Empirical pairwise marginals of all variable pairs."""
+        """Empirical pairwise marginals of all variable pairs.
+
+        Weighted, the lightest row counts as one observation in the pair counts
+        (CNMF-SPA's ``min_count`` and the sample sizes of its bootstrap): the same for
+        every scale of the weights, and pattern frequencies (least count 1) give the
+        counts of the expanded rows.
+        """
         from bayespmf.marginals import pairwise_marginals
 
-        return pairwise_marginals(
-            self.codes, self.n_categories, sample_weight=self.row_weight
-        )
+        weight = self.row_weight
+        if weight is not None:
+            weight = weight / weight.min()
+        return pairwise_marginals(self.codes, self.n_categories, sample_weight=weight)
 
     def triple_marginals(self):
         """Empirical triple marginals of all variable triples."""
@@ -334,12 +527,50 @@ def _as_source(data, n_categories, sample_weight=None, owner="fit_latent_class")
     if not keep.all():
         codes = codes[keep]
         weight = None if weight is None else weight[keep]
+    scale = 1.0
+    if weight is not None:
+        weight, scale = unit_mean_weights(weight)
     names = getattr(data, "names", None) if isinstance(data, CategoricalData) else None
     cats = getattr(data, "categories", None) if isinstance(data, CategoricalData) else None
-    return InMemorySource(codes, n_cat, names, cats, row_weight=weight)
+    source = InMemorySource(codes, n_cat, names, cats, row_weight=weight)
+    source.weight_scale = scale
+    return source
+
+
+def unit_mean_weights(weight: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(weight / scale, scale)``, ``scale`` the mean weight (summed without overflow).
+
+    The fit runs on weights of mean 1, so that its scale-dependent constants (the
+    floor 1 of the stopping rule ``tol * max(|L|, 1)``, ``OPTIMUM_LOGLIK_ATOL``) mean
+    the same for every scale of the caller's weights (all 1e-200 would otherwise stop
+    at the start; 1e200 could overflow the weighted sums). The maximizer is the same;
+    :func:`rescaled_fit` puts the log-likelihoods back on the caller's scale.
+    """
+    peak = float(weight.max())
+    scale = peak * float(np.mean(weight / peak))
+    return weight / scale, scale
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def check_identifiable_rank(rank, n_categories, owner: str) -> int:
+    """``rank`` as an int, at most :func:`max_identifiable_rank` of ``n_categories``.
+
+    The check :func:`fit_latent_class` makes (``bayespmf run --check`` makes it too).
+
+    Raises
+    ------
+    ValueError
+        ``rank`` not an int >= 1, or (a ``DataValidationError``) above the limit.
+    """
+    return check_rank_limit(
+        rank,
+        max_identifiable_rank(n_categories),
+        owner=owner,
+        why=f"with alphabet sizes {np.asarray(n_categories).tolist()} such a model has "
+        "more free parameters than the full joint PMF, so it cannot be identified.",
+    )
 
 
 def max_identifiable_rank(n_categories) -> int:
@@ -406,18 +637,19 @@ def rows_start(data: CategoricalData, rank: int, random_state=None) -> LatentCla
         seeds.append(
             int(rng.choice(n_rows, p=p / total) if total > 0 else rng.integers(n_rows))
         )
-    factors = []
-    for n, size in enumerate(n_cat):
-        col = codes[:, n]
-        freq = np.bincount(col[col >= 0], minlength=size).astype(float) + 1.0
-        freq /= freq.sum()
-        a = np.repeat(freq[:, None], rank, axis=1)
-        for f, r in enumerate(seeds):
-            if codes[r, n] >= 0:
-                a[:, f] *= ROW_SEED_SMOOTHING
-                a[codes[r, n], f] += 1.0 - ROW_SEED_SMOOTHING
-        factors.append(a)
-    return LatentClassParams(np.full(rank, 1.0 / rank), factors)
+    # all variables at once (stacked blocks): per variable, the one-way counts + 1
+    # over their sum (integers, so the sums are exact), then each seed's mixture
+    offsets = offsets_of(n_cat)
+    counts = np.bincount((codes + offsets[:-1])[observed], minlength=int(offsets[-1]))
+    counts = counts.astype(float) + 1.0
+    freq = counts / np.repeat(np.add.reduceat(counts, offsets[:-1]), n_cat)
+    a = np.repeat(freq[:, None], rank, axis=1)
+    for f, r in enumerate(seeds):
+        seen = codes[r] >= 0
+        rows = np.repeat(seen, n_cat)
+        a[rows, f] *= ROW_SEED_SMOOTHING
+        a[offsets[:-1][seen] + codes[r][seen], f] += 1.0 - ROW_SEED_SMOOTHING
+    return LatentClassParams(np.full(rank, 1.0 / rank), split_factors(a, n_cat))
 
 
 def _match_distance(a: LatentClassParams, b: LatentClassParams) -> float:
@@ -527,7 +759,22 @@ def _build_starts(source, rank, n_init, init, rng, anchors=()):
             for i in range(n_hops)
         ]
     if init in ("auto", "more"):
-        if init == "auto":  # CNMF-SPA: in the first round only ("more": later rounds)
+        need = memory_estimate("cnmf-spa", n_cat, rank)["pairwise marginals"]
+        budget = available_memory()
+        if init == "auto" and budget is not None and need > budget:
+            skipped["cnmf-spa"] = (
+                f"its pairwise marginals would need about {_gib(need)} (sum of "
+                f"n_categories = {int(np.sum(n_cat))}), more than the {_gib(budget)} "
+                "of memory available"
+            )
+            warnings.warn(
+                f"fit_latent_class(method='auto'): the CNMF-SPA start was left out: "
+                f"{skipped['cnmf-spa']}. The fit runs EM (SQUAREM-PMF) from the random "
+                "and row-seeded starts only.",
+                MemoryBudgetWarning,
+                stacklevel=4,
+            )
+        elif init == "auto":  # CNMF-SPA: in the first round only ("more": later rounds)
             try:
                 spa, _ = cnmf_spa(source.pairwise_marginals(), rank, random_state=rng)
                 starts.append(("cnmf-spa", floor_params(spa)))
@@ -550,14 +797,48 @@ def _explore(source, rank, starts, n_cycles):
 
     Returns the stacked states ``(weights (K, F), factors (P, K, F))`` and each
     start's log-likelihood after the last cycle's first map (non-decreasing).
+
+    The cycles stop early once a whole cycle changed no start's log-likelihood by more
+    than rounding (``ROUNDOFF``, the converged test of :mod:`bayespmf.fit.loop`):
+    every start is then at an EM fixed point and further cycles cannot reorder them
+    (wide, well-separated data: 2000 binary items reach it after 6 of 20 cycles).
+
+    When the arrays of all starts at once would not fit in the available memory
+    (:func:`memory_estimate`'s ``"exploration"``), the starts run in batches that do,
+    each batch to the same rule.
     """
     n_cat = source.n_categories
+    kernel = source.em_kernel(rank, "numba")
+    budget = available_memory()
+    per_start = memory_estimate("auto", n_cat, rank, n_init=1)["exploration"]
+    size = len(starts)
+    if budget is not None:
+        size = max(1, min(size, budget // per_start))
+    if size == len(starts):
+        return _explore_batch(kernel, n_cat, starts, n_cycles)
+    parts = [
+        _explore_batch(kernel, n_cat, starts[i : i + size], n_cycles)
+        for i in range(0, len(starts), size)
+    ]
+    return (
+        np.concatenate([w for w, _, _ in parts]),
+        np.concatenate([a for _, a, _ in parts], axis=1),
+        np.concatenate([ll for _, _, ll in parts]),
+    )
+
+
+def _explore_batch(kernel, n_cat, starts, n_cycles):
+    """:func:`_explore` of one batch of starts."""
     w = np.stack([np.asarray(p.weights, dtype=float) for _, p in starts])
     a = np.stack([stack_factors(p.factors) for _, p in starts], axis=1)
-    kernel = source.em_kernel(rank, "numba")
     loglik = np.full(len(starts), -np.inf)
     for _ in range(n_cycles):
+        before = loglik
         w, a, loglik, _ = batched_squarem_pmf_step(kernel.step, w, a, n_cat)
+        with np.errstate(invalid="ignore"):
+            change = np.abs(loglik - before)
+        if np.all(change <= ROUNDOFF * np.maximum(np.abs(loglik), 1.0)):
+            break
     return w, a, loglik
 
 
@@ -599,9 +880,10 @@ def multistart(
     n_init : int
         Number of starts (of each round).
     init : "auto", "random" or list of LatentClassParams
-        ``"auto"``: the CNMF-SPA estimate (when it can be computed at this rank),
-        then random starts alternating between row seeds (:func:`rows_start`;
-        in-memory data only) and RAND-EM's uniform start
+        ``"auto"``: the CNMF-SPA estimate (when it can be computed at this rank and
+        its pairwise marginals fit in the available memory), then random starts
+        alternating between row seeds (:func:`rows_start`; in-memory data only) and
+        RAND-EM's uniform start
         (:func:`bayespmf.kernels.em.init_random`); ``"random"``: uniform random
         starts only; a list: these starts (then ``n_init`` is their number and there
         is one round).
@@ -919,7 +1201,10 @@ def fit_latent_class(
         A weight per row (frequencies of response patterns, survey weights): the
         weighted likelihood ``sum_s w_s log Pr(x_s)`` is maximized (EM methods), or
         the weighted pairwise marginals are factored (CNMF-SPA, CNMF-OPT, and the
-        CNMF-SPA start): methods in ``WEIGHTED_METHODS``.
+        CNMF-SPA start): methods in ``WEIGHTED_METHODS``. The estimate does not
+        depend on the weights' scale (``c * w`` fits as ``w``: the fit runs on the
+        weights divided by their mean); the log-likelihoods reported are those of
+        ``w`` itself (a ``callback`` sees the EM state on the mean-1 weights).
     owner : str
         Name used in messages (the estimator passes its own).
 
@@ -933,11 +1218,19 @@ def fit_latent_class(
         Malformed data, a variable never observed, or a rank that cannot be identified.
     ValueError
         Bad ``method``, ``n_init``, ``max_iter``, ``tol`` or ``callback``.
+    InsufficientMemoryError
+        (A ``ValueError`` and ``MemoryError``.) The statistics of ``method`` would not
+        fit in the available memory (:func:`memory_estimate`, :func:`available_memory`;
+        checked before allocating them); the message names the bytes and a method
+        that fits.
 
     Warns
     -----
     ConvergenceWarning
         When the iterative stage (of the best start) stopped at ``max_iter``.
+    MemoryBudgetWarning
+        ``"auto"``: its CNMF-SPA start was left out because its pairwise marginals
+        (``(sum I)^2`` entries) would not fit in the available memory.
     LocalOptimumWarning
         ``"auto"``: the best log-likelihood was not replicated: fewer than
         ``max(MIN_BEST_STARTS, MIN_BEST_SHARE * refined)`` refined starts reached it
@@ -962,13 +1255,7 @@ def fit_latent_class(
         )
     source = _as_source(data, n_categories, sample_weight, owner)
     n_cat = source.n_categories
-    rank = check_rank_limit(
-        rank,
-        max_identifiable_rank(n_cat),
-        owner=owner,
-        why=f"with alphabet sizes {np.asarray(n_cat).tolist()} such a model has more "
-        "free parameters than the full joint PMF, so it cannot be identified.",
-    )
+    rank = check_identifiable_rank(rank, n_cat, owner)
     if callback is not None and not callable(callback):
         raise ValueError(
             f"The 'callback' parameter of {owner} must be callable or None. Got "
@@ -1017,6 +1304,7 @@ def fit_latent_class(
         "backend": backend,
         "progressbar": bool(progressbar),
     }
+    _check_memory(method, source, rank, n_init, owner)
     if method == "auto":
         result = multistart(
             source,
@@ -1030,15 +1318,22 @@ def fit_latent_class(
             progressbar=progressbar,
             max_rounds=max_rounds,
         )
-        _warn_optima(result, n_init, owner)
+        _warn_optima(result, n_init, owner, scale=source.weight_scale)
     else:
         result = _REGISTRY[method][0](source, rank, opts, callback)
     params = check_params(result.params.weights, result.params.factors, n_cat, atol=1e-6)
     loglik = result.loglik
     if not np.isfinite(loglik) and hasattr(source, "codes"):
-        # methods that never touch the rows (unweighted: see EM_METHODS)
-        loglik = float(log_likelihood_rows(source.codes, *params).sum())
-    result = result._replace(params=params, loglik=loglik)
+        # methods that never touch the rows (CNMF-SPA, CNMF-OPT): their (weighted)
+        # log-likelihood on the rows
+        rows = log_likelihood_rows(source.codes, *params)
+        weight = getattr(source, "row_weight", None)
+        loglik = float(rows.sum() if weight is None else rows @ weight)
+    result = rescaled_fit(
+        result._replace(params=params, loglik=loglik),
+        getattr(source, "weight_scale", 1.0),
+        loglik_trace=method in EM_METHODS,
+    )
     em = result.info.get("em")
     if method in EM_METHODS and not result.converged and not em.stopped:
         warnings.warn(
@@ -1051,7 +1346,48 @@ def fit_latent_class(
     return result
 
 
-def _warn_optima(result: LatentClassFit, n_init: int, owner: str) -> None:
+def rescaled_fit(result: LatentClassFit, scale: float, *, loglik_trace: bool):
+    """``result`` with its log-likelihoods multiplied by the weights' ``scale``.
+
+    The fit ran on weights of mean 1 (:func:`unit_mean_weights`); the log-likelihoods it
+    reports are those of the caller's weights, ``sum_s w_s log Pr(x_s)``: the total,
+    the trace (``loglik_trace``: when it holds log-likelihoods, not a CNMF misfit),
+    the optima's ``loglik``/``gap``, the starts' log-likelihoods in ``info`` and the
+    EM stage's record ``info["em"]``.
+    """
+    if scale == 1.0:
+        return result
+    info = dict(result.info)
+    for key in ("refined_loglik", "explore_loglik"):
+        if info.get(key) is not None:
+            info[key] = np.asarray(info[key], dtype=float) * scale
+    em = info.get("em")
+    if isinstance(em, EMInfo):
+        info["em"] = em._replace(
+            loglik=em.loglik * scale,
+            loglik_trace=np.asarray(em.loglik_trace, dtype=float) * scale,
+        )
+    optima = result.optima
+    if optima is not None:
+        optima = optima.copy()
+        optima["loglik"] = optima["loglik"] * scale
+        optima["gap"] = optima["gap"] * scale
+    trace = np.asarray(result.loglik_trace, dtype=float)
+    return result._replace(
+        loglik=float(result.loglik * scale),
+        loglik_trace=trace * scale if loglik_trace else trace,
+        info=info,
+        optima=optima,
+    )
+
+
+def _warn_optima(result: LatentClassFit, n_init: int, owner: str, scale=1.0) -> None:
+    """Warn when ``"auto"``'s best optimum is not replicated.
+
+    ``result`` is on weights of mean 1; ``scale`` puts the numbers in the message on
+    the caller's (:func:`rescaled_fit`).
+    """
+    best = result.loglik * scale
     table = result.optima
     n_refined = int(table["n_starts"].sum())
     if n_refined < 2:
@@ -1061,7 +1397,7 @@ def _warn_optima(result: LatentClassFit, n_init: int, owner: str) -> None:
     rounds = result.info.get("rounds", 1)
     if result.info.get("improved_last_round", False):
         warnings.warn(
-            f"{owner}: the best log-likelihood ({result.loglik:.6g}) was still rising "
+            f"{owner}: the best log-likelihood ({best:.6g}) was still rising "
             f"in the last of {rounds} rounds of n_init={n_init} starts (reached by "
             f"{n_best} independent of the {n_refined} refined starts; {len(table)} "
             "distinct optima): the likelihood has many local maxima and this may not "
@@ -1072,7 +1408,8 @@ def _warn_optima(result: LatentClassFit, n_init: int, owner: str) -> None:
         )
     elif n_best < need:
         second = (
-            f"; the next optimum is {table['gap'].iloc[1]:.3g} log-likelihood units lower"
+            f"; the next optimum is {table['gap'].iloc[1] * scale:.3g} log-likelihood "
+            "units lower"
             if len(table) > 1
             else ""
         )
@@ -1082,7 +1419,7 @@ def _warn_optima(result: LatentClassFit, n_init: int, owner: str) -> None:
             else f"n_init={n_init}"
         )
         warnings.warn(
-            f"{owner}: the best log-likelihood ({result.loglik:.6g}) was reached by "
+            f"{owner}: the best log-likelihood ({best:.6g}) was reached by "
             f"{n_best} of the {n_refined} refined starts ({runs}; {len(table)} distinct "
             f"optima{second}), fewer than the {need} that count as replicated. It may "
             f"not be the maximum likelihood: refit with a larger n_init (e.g. "

@@ -43,6 +43,18 @@ __all__ = [
 #: block's counts fit the int32 the product is computed in (no overflow below 2**31).
 BLOCK_ROWS = 16_384
 
+#: A block whose one-hot design has at least this share of nonzero entries (about one
+#: over the mean alphabet size when little is missing) is multiplied as a dense float32
+#: matrix (BLAS) instead of a sparse one: the sparse product costs ~S (N_obs)^2
+#: scattered updates, the dense one S (sum I)^2 multiply-adds at BLAS speed. Measured
+#: at S = 2000, sum I = 600 (10 % missing; float64): dense 7x faster for binary items
+#: (density 0.45), 2x at 0.23, 1.3x at 0.15 and 20 % slower at 0.09 (I = 10).
+#: Exact: the counts of one block stay below BLOCK_ROWS < 2**24, which float32 holds.
+DENSE_DENSITY = 0.125
+
+#: Entries (rows x sum I) of one dense block of the design: 32 MiB of float32.
+DENSE_BLOCK_ENTRIES = 2**23
+
 
 def cooccurrence_counts(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Raw co-occurrence counts ``O^T O`` of validated codes, (sum I, sum I) int64."""
@@ -51,8 +63,15 @@ def cooccurrence_counts(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     out = np.zeros((n_total, n_total), dtype=np.int64)
     for start in range(0, codes.shape[0], BLOCK_ROWS):
         design = one_hot_design(codes[start : start + BLOCK_ROWS], n_cat, dtype=np.int32)
-        if design.nnz:
+        if not design.nnz:
+            continue
+        if design.nnz < DENSE_DENSITY * design.shape[0] * n_total:
             out += (design.T.tocsr() @ design).toarray()
+            continue
+        step = max(1, DENSE_BLOCK_ENTRIES // n_total)
+        for row in range(0, design.shape[0], step):
+            dense = design[row : row + step].toarray().astype(np.float32)
+            np.add(out, dense.T @ dense, out=out, casting="unsafe")
     return out
 
 

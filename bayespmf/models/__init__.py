@@ -1,5 +1,6 @@
 """PyMC model factories and posterior tools."""
 
+from bayespmf.models._sampling import check_sampler_args
 from bayespmf.models.averaging import (
     averaged_predict_proba,
     rank_weights,
@@ -35,6 +36,7 @@ from bayespmf.models.simplex_nest import (
 )
 
 __all__ = [
+    "check_sampler_args",
     "LatentClassRegressionRows",
     "LatentClassRows",
     "align_labels",

@@ -35,6 +35,8 @@ Every NUTS implementation PyMC offers (``nuts_sampler="pymc"``, ``"nutpie"``,
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import os
 import sys
 import time
@@ -47,7 +49,13 @@ import xarray as xr
 from bayespmf._runtime import n_cpus
 from bayespmf._validation import DataValidationError, check_int
 
-__all__ = ["NUTS_SAMPLERS", "check_nuts_sampler", "check_sampler_args", "run_sampler"]
+__all__ = [
+    "NUTS_SAMPLERS",
+    "check_nuts_sampler",
+    "check_sample_kwargs",
+    "check_sampler_args",
+    "run_sampler",
+]
 
 #: The samplers :func:`run_sampler` runs.
 SAMPLING_METHODS = ("nuts", "advi")
@@ -69,15 +77,191 @@ _EXTERNAL_KWARGS = ("target_accept", "nuts", "cores", "var_names")
 _DEFAULT_TARGET_ACCEPT = 0.8
 
 
-def check_sampler_args(method, draws, tune, chains, owner: str) -> tuple[int, int, int]:
-    """``(draws, tune, chains)`` as ints, after checking ``method`` is a sampler."""
+#: ``pm.sample`` arguments that :func:`run_sampler` sets itself (the caller passes
+#: them as its own parameters).
+_PM_SAMPLE_SET = frozenset(
+    {
+        "draws",
+        "tune",
+        "chains",
+        "initvals",
+        "random_seed",
+        "progressbar",
+        "compute_convergence_checks",
+        "model",
+        "return_inferencedata",
+    }
+)
+#: Arguments of the NUTS step that ``pm.sample`` sets itself, or that cannot work
+#: with its ``init`` (which builds the mass matrix: ``potential``, ``scaling``,
+#: ``is_cov``); ``vars``: every free variable is sampled.
+_NUTS_STEP_SET = frozenset(
+    {
+        "self",
+        "vars",
+        "model",
+        "rng",
+        "initial_point",
+        "shared",
+        "logp_dlogp_func",
+        "compile_kwargs",
+        "potential",
+        "scaling",
+        "is_cov",
+    }
+)
+#: ``pm.fit`` arguments :func:`run_sampler` sets itself for ADVI.
+_PM_FIT_SET = frozenset(
+    {"self", "n", "method", "model", "random_seed", "start", "progressbar"}
+)
+
+
+def _named_parameters(*functions) -> set[str]:
+    """The parameters of ``functions`` that can be passed by keyword (no ``**``)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {
+        p.name
+        for f in functions
+        for p in inspect.signature(f).parameters.values()
+        if p.kind in kinds
+    }
+
+
+@functools.cache
+def _nuts_options() -> frozenset[str]:
+    """The options of PyMC's NUTS step (``pm.sample(**options)`` or ``nuts={...}``).
+
+    Read from the signatures of ``pm.NUTS`` and its base classes: ``pm.sample`` hands
+    every keyword it does not know to the step, which passes the leftovers on to
+    PyTensor unchecked (a misspelt keyword ran silently).
+    """
+    inits = [
+        c.__dict__["__init__"] for c in pm.NUTS.__mro__[:-1] if "__init__" in c.__dict__
+    ]
+    return frozenset(_named_parameters(*inits) - _NUTS_STEP_SET)
+
+
+@functools.cache
+def _pymc_sample_keywords() -> frozenset[str]:
+    """Every keyword :func:`run_sampler` passes on to ``pm.sample`` (PyMC's NUTS)."""
+    own = _named_parameters(pm.sample) - _PM_SAMPLE_SET
+    return frozenset(own | _nuts_options() | {"nuts"})
+
+
+@functools.cache
+def _advi_keywords() -> frozenset[str]:
+    """Every keyword :func:`run_sampler` passes on to ``pm.fit`` (ADVI).
+
+    ``pm.fit``'s own, those of ``Inference.fit`` that it passes on, and those of the
+    objective's ``step_function`` (e.g. ``obj_optimizer``) that ``Inference.fit``
+    passes on in turn.
+    """
+    from pymc.variational.inference import Inference
+    from pymc.variational.opvi import ObjectiveFunction
+
+    return frozenset(
+        _named_parameters(pm.fit, Inference.fit, ObjectiveFunction.step_function)
+        - _PM_FIT_SET
+    )
+
+
+def check_sample_kwargs(
+    method: str, sample_kwargs: dict, *, advi_iterations=None, owner: str = "sample"
+) -> None:
+    """Refuse a keyword the sampler would not use (none is ignored silently).
+
+    The valid keywords are read from the signatures of ``pm.sample`` and PyMC's NUTS
+    step (NUTS) or of ``pm.fit`` and what it passes them to (ADVI), less those the
+    sampler sets itself.
+
+    Parameters
+    ----------
+    method : {"nuts", "advi"}
+    sample_kwargs : dict
+        The extra keywords (``nuts_sampler`` among them, if given).
+    advi_iterations : int, optional
+        Checked (>= 1) for ADVI.
+    owner : str
+        Name used in messages.
+
+    Raises
+    ------
+    DataValidationError
+        An unknown keyword (the message lists the valid ones), a NUTS option with
+        ADVI or an ADVI option with NUTS, a key of ``nuts={...}`` that PyMC's NUTS
+        does not have, ``advi_iterations < 1`` with ADVI.
+    """
+    if method == "advi":
+        if advi_iterations is not None:
+            check_int(advi_iterations, "advi_iterations", owner=owner, low=1)
+        sampler = sample_kwargs.get("nuts_sampler", "pymc")
+        if sampler != "pymc":
+            raise DataValidationError(
+                f"{owner}: nuts_sampler={sampler!r} applies to method='nuts' only; "
+                "drop it for method='advi'."
+            )
+        valid = _advi_keywords()
+        bad = sorted(set(sample_kwargs) - valid - {"nuts_sampler"})
+        if bad:
+            nuts = [k for k in bad if k in _pymc_sample_keywords()]
+            why = f" ({nuts} are NUTS options)" if nuts else ""
+            raise DataValidationError(
+                f"{owner}(method='advi') got keyword argument(s) {bad} that ADVI "
+                f"(pm.fit) does not take{why}. Valid ones: {sorted(valid)}."
+            )
+        return
+    if sample_kwargs.get("nuts_sampler", "pymc") != "pymc":
+        return  # the external samplers' keywords are checked by run_sampler
+    valid = _pymc_sample_keywords()
+    bad = sorted(set(sample_kwargs) - valid - {"nuts_sampler"})
+    if bad:
+        advi = [k for k in bad if k in _advi_keywords()]
+        why = f" ({advi} are ADVI options: pass method='advi')" if advi else ""
+        raise DataValidationError(
+            f"{owner} got unknown keyword argument(s) {bad}{why}. NUTS "
+            f"(nuts_sampler='pymc', pm.sample) takes: {sorted(valid)}."
+        )
+    for key in ("nuts", "nuts_sampler_kwargs"):  # the latter: PyMC's old name
+        nuts = sample_kwargs.get(key)
+        if nuts is None:
+            continue
+        if not isinstance(nuts, dict):
+            raise DataValidationError(
+                f"The '{key}' argument of {owner} must be a dict of NUTS options; got "
+                f"{type(nuts).__name__}."
+            )
+        bad = sorted(set(nuts) - _nuts_options())
+        if bad:
+            raise DataValidationError(
+                f"The '{key}' argument of {owner} holds option(s) {bad} that PyMC's "
+                f"NUTS does not have. Valid ones: {sorted(_nuts_options())}."
+            )
+
+
+def check_sampler_args(
+    method, draws, tune, chains, owner: str, *, advi_iterations=None, sample_kwargs=None
+) -> tuple[int, int, int]:
+    """``(draws, tune, chains)`` as ints, after checking ``method`` is a sampler.
+
+    ``draws`` and ``chains`` must be >= 1 and ``tune`` >= 0. With ``sample_kwargs``
+    or ``advi_iterations`` given, :func:`check_sample_kwargs` checks them too, so
+    that a bad keyword is refused before a point estimate is fitted.
+    """
     if method not in SAMPLING_METHODS:
         raise DataValidationError(f"'method' must be 'nuts' or 'advi'; got {method!r}.")
-    return (
+    out = (
         check_int(draws, "draws", owner=owner, low=1),
         check_int(tune, "tune", owner=owner, low=0),
         check_int(chains, "chains", owner=owner, low=1),
     )
+    if sample_kwargs is not None or advi_iterations is not None:
+        check_sample_kwargs(
+            method,
+            dict(sample_kwargs or {}),
+            advi_iterations=advi_iterations if method == "advi" else None,
+            owner=owner,
+        )
+    return out
 
 
 def check_nuts_sampler(nuts_sampler: str, tune: int) -> str:
@@ -155,9 +339,16 @@ def run_sampler(
     Raises
     ------
     ValueError
-        An unknown or uninstalled ``nuts_sampler``, ``tune=0`` with nutpie, or a
-        PyMC-only keyword with an external sampler.
+        An unknown or uninstalled ``nuts_sampler``, ``tune=0`` with nutpie, a
+        PyMC-only keyword with an external sampler, any keyword the sampler would
+        not use (:func:`check_sample_kwargs`), or ``advi_iterations < 1`` with ADVI.
     """
+    check_sample_kwargs(
+        method,
+        sample_kwargs,
+        advi_iterations=advi_iterations if method == "advi" else None,
+        owner="sample",
+    )
     nuts_sampler = sample_kwargs.pop("nuts_sampler", "pymc")
     t0 = time.perf_counter()
     with model:
@@ -203,6 +394,7 @@ def run_sampler(
                 start=None if initvals is None else initvals[0],
                 random_seed=random_seed,
                 progressbar=progressbar,
+                **sample_kwargs,
             )
             idata = approx.sample(draws, random_seed=random_seed)
     idata.posterior.attrs["sampling_method"] = method

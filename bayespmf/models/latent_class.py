@@ -275,9 +275,10 @@ def latent_class_model(
         Alphabet sizes when ``data`` is an array.
     weights_prior, factor_prior : float, default 1.0
         Symmetric Dirichlet concentrations of :math:`\lambda` and of every column of
-        every :math:`A_n` (1.0 = uniform on the simplex).
+        every :math:`A_n` (1.0 = uniform on the simplex). With ``covariates``,
+        ``weights_prior`` must stay 1.0 (there is no :math:`\lambda`).
     coords : dict, optional
-        Extra coordinates merged into the model's.
+        Extra coordinates merged into the model's (not with ``covariates``).
     covariates : array_like or pandas.DataFrame (S, D), optional
         Covariates on class membership: the model is then
         :func:`bayespmf.models.latent_class_regression_model` (``Pr(H = f | z) =
@@ -297,8 +298,8 @@ def latent_class_model(
     Raises
     ------
     DataValidationError
-        Malformed data, a variable never observed, ``rank < 1`` or non-positive
-        priors.
+        Malformed data, a variable never observed, ``rank < 1``, non-positive
+        priors, or ``weights_prior``/``coords`` with ``covariates``.
 
     Examples
     --------
@@ -315,6 +316,18 @@ def latent_class_model(
     if covariates is not None:
         from bayespmf.models.regression import latent_class_regression_model
 
+        # the regression has no class-weight prior and takes no coordinates: refuse
+        # them rather than build a model that ignores them
+        if weights_prior != 1.0 or coords is not None:
+            given = ["weights_prior"] * (weights_prior != 1.0) + ["coords"] * (
+                coords is not None
+            )
+            raise DataValidationError(
+                f"latent_class_model(covariates=...) builds a latent-class regression, "
+                f"which does not take {given}: the class weights are softmax(z beta) "
+                "(set the coefficients' prior with latent_class_regression_model's "
+                "'coef_prior_sd'). Drop them."
+            )
         if isinstance(data, pd.DataFrame):
             data = CategoricalData.from_pandas(data)
         return latent_class_regression_model(

@@ -117,14 +117,24 @@ def _bind_factors(factors, names, labels, data: CategoricalData) -> list:
         names,
         labels,
     )
-    model_vars = CategoricalData(  # the model's variables and labels, no rows needed
-        np.zeros((1, data.n_variables), dtype=np.int64),
+    # the model's variables and labels, one row per category so that every label is
+    # checked against the estimate's alphabet
+    n_rows = int(np.max(data.n_categories))
+    model_vars = CategoricalData(
+        np.minimum(np.arange(n_rows)[:, None], np.asarray(data.n_categories) - 1),
         data.n_categories,
         data.names,
         data.categories,
     )
     try:  # the same variables (any order) with the same labels (any order)
         as_categorical(model_vars, like, name="the model's data")
+        model_sizes = _bound_sizes(model_vars, like)
+        for var, k, want in zip(like.names, model_sizes, like.n_categories, strict=True):
+            if k != want:
+                raise DataValidationError(
+                    f"variable {var!r} has {k} categories in the model and {want} in "
+                    "the estimate."
+                )
     except DataValidationError as err:
         raise DataValidationError(
             f"'init' does not fit the model (an estimate is matched to the model's "
@@ -143,6 +153,13 @@ def _bind_factors(factors, names, labels, data: CategoricalData) -> list:
                 a = a[rows]
         out.append(a)
     return out
+
+
+def _bound_sizes(data: CategoricalData, like: CategoricalData) -> list[int]:
+    """Alphabet sizes of ``data``'s variables, in ``like``'s variable order."""
+    if set(data.names) == set(like.names):
+        return [int(data.n_categories[data.names.index(n)]) for n in like.names]
+    return [int(k) for k in data.n_categories]  # names carry no information
 
 
 def _clip_simplex(x, axis):
@@ -303,8 +320,17 @@ def _posterior_variables(idata, data=None) -> CategoricalData:
         if dim in post.dims:
             labels.append([str(c) for c in post[dim].values])
         elif isinstance(data, CategoricalData) and n in data.names:
-            # a posterior without coordinates: the data's labels of that variable
-            labels.append(list(data.categories[data.names.index(n)]))
+            # a posterior without coordinates: the data's labels of that variable,
+            # which must at least be as many as the posterior's categories
+            cats = list(data.categories[data.names.index(n)])
+            size = post[factor_var_name(n)].shape[-1]
+            if len(cats) != size:
+                raise DataValidationError(
+                    f"Variable {n!r} of 'data' has {len(cats)} categories; the "
+                    f"posterior's factor {factor_var_name(n)!r} has {size}. Pass rows "
+                    "with the model's alphabets."
+                )
+            labels.append(cats)
         else:  # ... and no labels anywhere: the factor's size, default labels
             size = post[factor_var_name(n)].shape[-1]
             labels.append([str(i) for i in range(size)])
@@ -473,6 +499,16 @@ def sample(
             simplex_transform=simplex_transform,
             **sample_kwargs,
         )
+    # unknown keywords and empty ADVI runs are refused before the point estimate is fit
+    check_sampler_args(
+        method,
+        draws,
+        tune,
+        chains,
+        "sample",
+        advi_iterations=advi_iterations,
+        sample_kwargs={"nuts_sampler": nuts_sampler, **sample_kwargs},
+    )
     simplex_transform = "pivot" if simplex_transform is None else simplex_transform
     if simplex_transform not in SIMPLEX_TRANSFORMS:
         raise DataValidationError(
@@ -756,8 +792,9 @@ def posterior_predict_proba(idata, data, target, *, model_data=None) -> np.ndarr
     data : CategoricalData, pandas.DataFrame or array_like of int
         Rows to predict for. A CategoricalData or DataFrame is matched to the model's
         variables by name (any column order; a DataFrame may lack variables, which
-        are then missing), integer codes are in the model's variable order
-        (:func:`bayespmf.data.as_categorical`).
+        are then missing) and its codes to the posterior's categories by label (any
+        alphabet order; a label the posterior lacks is an error); integer codes are
+        the model's codes in its variable order (:func:`bayespmf.data.as_categorical`).
     target : int or str
         The variable to predict.
     model_data : CategoricalData, optional
@@ -927,6 +964,9 @@ def impute(idata, data=None, *, random_seed=None) -> xr.DataArray:
     xarray.DataArray
         Integer codes (the smallest signed type that holds them), dims ``(chain,
         draw, row, variable)``, named ``x``: one completed copy of the rows per draw.
+        The codes and the ``variable`` order are the posterior's (the model's
+        category labels, ``<name>_category`` coordinates of ``idata.posterior``),
+        whatever the order or alphabets of ``data``.
 
     Examples
     --------

@@ -595,7 +595,12 @@ def sample_regression(
     from pymc.model.transform.optimization import freeze_dims_and_data
 
     draws, tune, chains = check_sampler_args(
-        "nuts", draws, tune, chains, "sample_regression"
+        "nuts",
+        draws,
+        tune,
+        chains,
+        "sample_regression",
+        sample_kwargs={"nuts_sampler": nuts_sampler, **sample_kwargs},
     )
     check_nuts_sampler(nuts_sampler, tune)
     codes, design, names, n_cat, rank = _regression_model_parts(model)

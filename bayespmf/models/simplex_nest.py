@@ -101,7 +101,8 @@ def simplex_nest_model(
         Fixed Dirichlet concentration; when None, :math:`\alpha \sim
         \mathrm{LogNormal}(0, 1.5)`.
     topic_concentration : float, default 1.0
-        Dirichlet prior concentration of each topic (multinomial kernel).
+        Dirichlet prior concentration of each topic (multinomial kernel only: another
+        value with another kernel is refused).
     coords : dict, optional
         Extra or replacement coordinates (e.g. feature names for ``"feature"``).
 
@@ -116,7 +117,8 @@ def simplex_nest_model(
     ------
     DataValidationError
         Malformed data or ``n_vertices`` (as for
-        :class:`~bayespmf.estimators.simplex.VLAD`).
+        :class:`~bayespmf.estimators.simplex.VLAD`), or ``topic_concentration``
+        with a kernel other than ``"multinomial"``.
 
     Notes
     -----
@@ -146,6 +148,12 @@ def simplex_nest_model(
     topic_concentration = check_float(
         topic_concentration, "topic_concentration", owner=owner, low=0.0, low_open=True
     )
+    if kernel != "multinomial" and topic_concentration != TOPIC_CONCENTRATION:
+        raise DataValidationError(
+            f"The 'topic_concentration' parameter of {owner} applies to "
+            f"kernel='multinomial' only (the topics' prior); got "
+            f"topic_concentration={topic_concentration} with kernel={kernel!r}. Drop it."
+        )
     n, D = arr.shape
     model_coords = {"vertex": np.arange(K), "feature": np.arange(D), "obs": np.arange(n)}
     if coords:
@@ -445,7 +453,13 @@ def sample_simplex_nest(
     """
     info = _model_info(model)
     draws, tune, chains = check_sampler_args(
-        method, draws, tune, chains, "sample_simplex_nest"
+        method,
+        draws,
+        tune,
+        chains,
+        "sample_simplex_nest",
+        advi_iterations=advi_iterations,
+        sample_kwargs=sample_kwargs,
     )
     rng = np.random.default_rng(random_seed)
     point = _point_of(init, info, random_seed)

@@ -13,7 +13,12 @@ sim, _ = datasets.make_latent_class(
 )
 est = LatentClassPMF(rank=2, random_state=0).fit(sim)
 idata = sample(
-    latent_class_model(sim, rank=2), init=est, draws=20, tune=20, chains=2,
-    random_seed=0, progressbar=False,
+    latent_class_model(sim, rank=2),
+    init=est,
+    draws=20,
+    tune=20,
+    chains=2,
+    random_seed=0,
+    progressbar=False,
 )
 io.save(idata, "posterior_bayespmf_0.1_arviz_0.23.nc")

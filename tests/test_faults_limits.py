@@ -10,6 +10,12 @@ memory budget is monkeypatched: no test allocates more than a few hundred MiB.
 variables (one multinomial call per variable pair in CNMF-SPA's bootstrap, per-variable
 Python loops, cycles after every start had converged) are vectorized or cut; each
 rewrite is checked number for number against the loop it replaced.
+
+(c) Wide data, the default fit: above ``WIDE_BLOCK_ENTRIES`` its CNMF-SPA start is the
+cheaper one (split by misfit among fewer candidates, batched NNLS, factored misfits) and
+each start leaves the exploration once stationary, recorded in ``info["wide_data"]``;
+below, the fit is the same number for number; the gated fit is as good as the ungated
+one; the batched kernels equal scipy's NNLS and the direct misfit.
 """
 
 import itertools
@@ -184,9 +190,9 @@ def test_exploration_runs_in_batches_that_fit(monkeypatch):
     calls = []
     batch = lc._explore_batch
 
-    def spy(kernel, n_cat, starts, n_cycles):
+    def spy(kernel, n_cat, starts, n_cycles, *rest):
         calls.append(len(starts))
-        return batch(kernel, n_cat, starts, n_cycles)
+        return batch(kernel, n_cat, starts, n_cycles, *rest)
 
     monkeypatch.setattr(lc, "_explore_batch", spy)
     _budget(monkeypatch, 7 * per_start + per_start // 2)
@@ -368,3 +374,176 @@ def test_cnmf_spa_bootstrap_on_wide_data_draws_per_batch_not_per_pair():
         marginals, params, divergence="frobenius", pair_weighting="counts"
     )
     assert misfit == pytest.approx(info["misfit"], rel=1e-12)
+
+
+# ------------------------------------------------- (c) the default fit on wide data
+
+
+def _wide_case(n_vars=400, n_rows=100, rank=2, seed=0):
+    data, _ = make_latent_class(n_rows, [2] * n_vars, rank=rank, random_state=seed)
+    return data
+
+
+def test_wide_gate_sits_above_every_shipped_data_set():
+    from bayespmf import datasets
+
+    sets = [
+        datasets.load_car(),
+        datasets.load_votes(),
+        datasets.load_nursery(),
+        datasets.load_mushroom(),
+        *(datasets.load_movielens(g) for g in datasets.movielens_genres()[:3]),
+    ]
+    for ds in sets:
+        n_cat = ds.data.n_categories
+        assert int(np.sum(n_cat)) ** 2 < lc.WIDE_BLOCK_ENTRIES
+        assert lc._wide_data(n_cat) is None
+    # the largest MovieLens alphabet (30 movies x every rating level) is still below
+    assert (30 * 10) ** 2 < lc.WIDE_BLOCK_ENTRIES
+
+
+def test_wide_gate_fires_on_wide_data_and_says_so(monkeypatch):
+    data = _wide_case()  # 400 binary items: (sum I)^2 = 640,000 entries
+    calls = []
+    spa = lc.cnmf_spa
+
+    def spy(marginals, rank, **kwargs):
+        calls.append(kwargs)
+        return spa(marginals, rank, **kwargs)
+
+    monkeypatch.setattr(lc, "cnmf_spa", spy)
+    fit = fit_latent_class(data, 2, n_init=12, random_state=0)
+    wide = fit.info["wide_data"]
+    assert wide["block_entries"] == 800**2 >= wide["threshold"] == lc.WIDE_BLOCK_ENTRIES
+    assert "WIDE_BLOCK_ENTRIES" in wide["reason"]
+    assert [(c["selection"], c["n_splits"], c["batched"]) for c in calls] == [
+        ("misfit", 0, True)
+    ]
+    assert "cnmf-spa" in fit.info["starts"]
+    assert fit.loglik == pytest.approx(_loglik(data.codes, *fit.params), rel=1e-10)
+
+
+def test_wide_gate_does_not_fire_on_car_and_leaves_its_fit_unchanged(monkeypatch):
+    from bayespmf.datasets import load_car
+
+    data = load_car().data
+    assert lc._wide_data(data.n_categories) is None
+    calls = []
+    spa = lc.cnmf_spa
+
+    def spy(marginals, rank, **kwargs):
+        calls.append(kwargs)
+        return spa(marginals, rank, **kwargs)
+
+    monkeypatch.setattr(lc, "cnmf_spa", spy)
+    with pytest.warns(lc.LocalOptimumWarning):  # 20 starts, rank 3: not replicated
+        fit = fit_latent_class(data, 3, n_init=20, random_state=0)
+    assert "wide_data" not in fit.info
+    assert calls == [{"random_state": calls[0]["random_state"]}]  # the default start
+    # the same fit with the gate switched off, number for number
+    monkeypatch.setattr(lc, "WIDE_BLOCK_ENTRIES", float("inf"))
+    with pytest.warns(lc.LocalOptimumWarning):
+        ungated = fit_latent_class(data, 3, n_init=20, random_state=0)
+    assert fit.loglik == ungated.loglik
+    np.testing.assert_array_equal(fit.params.weights, ungated.params.weights)
+    np.testing.assert_array_equal(
+        fit.info["explore_loglik"], ungated.info["explore_loglik"]
+    )
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+def test_gated_fit_is_as_good_as_the_ungated_one(monkeypatch, rank):
+    data = _wide_case(n_vars=60, n_rows=300, rank=rank, seed=1)
+    monkeypatch.setattr(lc, "WIDE_BLOCK_ENTRIES", float("inf"))
+    ungated = fit_latent_class(data, rank, n_init=40, random_state=0)
+    monkeypatch.setattr(lc, "WIDE_BLOCK_ENTRIES", 120**2)  # this small case is "wide"
+    gated = fit_latent_class(data, rank, n_init=40, random_state=0)
+    assert "wide_data" in gated.info and "wide_data" not in ungated.info
+    assert gated.loglik >= ungated.loglik - 1e-6 * abs(ungated.loglik)
+    assert gated.loglik == pytest.approx(_loglik(data.codes, *gated.params), rel=1e-10)
+
+
+def test_explore_each_start_leaves_when_stationary_or_behind(monkeypatch):
+    data = _wide_case(n_vars=300, n_rows=150, rank=3)
+    source = lc._as_source(data, None)
+    starts = [("random", p) for p in lc.random_starts(data, 3, 12, random_state=0)]
+    together = lc._explore(source, 3, starts, 20)[2]
+    sizes = []
+    step = lc.batched_squarem_pmf_step
+
+    def spy(em_step, w, a, n_cat):
+        sizes.append(w.shape[0])
+        return step(em_step, w, a, n_cat)
+
+    monkeypatch.setattr(lc, "batched_squarem_pmf_step", spy)
+    w, a, loglik = lc._explore(source, 3, starts, 20, keep=4)
+    assert sizes[0] == 12 and sum(sizes) < 12 * len(sizes)  # starts left the batch
+    # some left far behind, before they were stationary (all together ran them on)
+    assert np.sum(loglik < together - 1e-6 * np.abs(together)) >= 2
+    # the 4 best are those of all starts together; none got further than there
+    np.testing.assert_allclose(np.sort(loglik)[-4:], np.sort(together)[-4:], rtol=1e-9)
+    assert np.all(loglik <= together + 1e-9 * np.abs(together))
+    # and each of them is at an EM fixed point (an independent check)
+    best = np.argsort(-loglik)[:4]
+    kernel = source.em_kernel(3, "numba")
+    w2, a2, _ = kernel.step(w[best], a[:, best])
+    _, _, after = kernel.step(w2, a2)
+    np.testing.assert_allclose(after, loglik[best], rtol=1e-12)
+
+
+def test_batched_nnls_equals_scipy_nnls():
+    rng = np.random.default_rng(4)
+    for rank in range(1, cnmf_kernel.MAX_ENUMERATED_NNLS_RANK + 1):
+        for trial in range(6):
+            g = rng.uniform(size=(int(rng.integers(rank + 1, 30)), rank))
+            y = rng.normal(size=(g.shape[0], 40))
+            y[:, ::2] += g @ rng.uniform(size=(rank, 20))  # some interior solutions
+            ref = cnmf_kernel._nnls_rows(g, y)
+            got = cnmf_kernel._nnls_columns(g, y)
+            assert (got >= 0).all()
+            np.testing.assert_allclose(got, ref, atol=1e-9)
+    # a rank-deficient G: the residuals agree (the solution need not be unique)
+    g = rng.uniform(size=(12, 3))
+    g[:, 2] = g[:, 0]
+    y = rng.normal(size=(12, 30))
+    res = [
+        np.linalg.norm(y - g @ f(g, y).T, axis=0)
+        for f in (cnmf_kernel._nnls_rows, cnmf_kernel._nnls_columns)
+    ]
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-10, atol=1e-12)
+    # above the enumerated ranks: scipy's NNLS itself
+    big = rng.uniform(size=(20, cnmf_kernel.MAX_ENUMERATED_NNLS_RANK + 1))
+    y = rng.normal(size=(20, 5))
+    np.testing.assert_array_equal(
+        cnmf_kernel._nnls_columns(big, y), cnmf_kernel._nnls_rows(big, y)
+    )
+
+
+def test_batched_cnmf_spa_equals_the_unbatched_one():
+    codes, _ = make_latent_class(800, [2, 3, 4, 2, 3, 2, 4, 3, 2], rank=3, random_state=2)
+    codes = np.array(codes.codes)
+    codes[np.random.default_rng(0).random(codes.shape) < 0.2] = -1
+    marginals = pairwise_marginals(codes, [2, 3, 4, 2, 3, 2, 4, 3, 2])
+    for selection in ("misfit", "bootstrap"):
+        ref, ref_info = cnmf_kernel.cnmf_spa(
+            marginals, 3, selection=selection, random_state=0
+        )
+        got, info = cnmf_kernel.cnmf_spa(
+            marginals, 3, selection=selection, random_state=0, batched=True
+        )
+        assert info["split"] == ref_info["split"]
+        # every candidate's misfit from the factored form equals the direct sum
+        misfits = [m for _, m in info["candidates"]]
+        np.testing.assert_allclose(
+            misfits, [m for _, m in ref_info["candidates"]], rtol=1e-9
+        )
+        np.testing.assert_allclose(got.weights, ref.weights, atol=1e-9)
+        for a, b in zip(got.factors, ref.factors, strict=True):
+            np.testing.assert_allclose(a, b, atol=1e-9)
+        # and the chosen misfit is that of the estimate (an independent computation)
+        direct = cnmf_kernel.pairwise_misfit(
+            marginals, got, divergence="frobenius", pair_weighting="counts"
+        )
+        assert info["misfit"] == pytest.approx(direct, rel=1e-9)
+    with pytest.raises(ValueError, match="'batched' argument of cnmf_spa"):
+        cnmf_kernel.cnmf_spa(marginals, 3, batched="yes")

@@ -121,6 +121,11 @@ REPLICATE_BATCH_ENTRIES = 2**22
 #: Split selection rules of :func:`cnmf_spa`.
 SELECTIONS = ("bootstrap", "misfit")
 
+#: ``cnmf_spa(batched=True)`` solves the NNLS problems of a split all at once by
+#: enumerating the ``2**F - 1`` supports (:func:`_nnls_columns`) up to this rank (63
+#: supports); above it, one active-set NNLS per column as without ``batched``.
+MAX_ENUMERATED_NNLS_RANK = 6
+
 
 # ---------------------------------------------------------------------------- checks
 def _check_marginals(marginals, owner: str) -> PairwiseMarginals:
@@ -286,6 +291,68 @@ def _nnls_rows(G: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return out
 
 
+def _nnls_columns(G: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """:func:`_nnls_rows` for all columns of ``Y`` at once, by enumerating supports.
+
+    An NNLS solution is the least-squares solution on its support (the KKT
+    conditions), so among the supports whose least-squares solution is nonnegative the
+    one with the smallest residual gives it (the empty support, ``0``, is always
+    feasible). Every support is solved for all columns in one call on the normal
+    equations, so the cost is ``2**F - 1`` small solves instead of one
+    :func:`scipy.optimize.nnls` per column (CNMF-SPA on 2000 binary items: 64,000
+    calls, about 3 s). The same solution up to rounding, not bit for bit: used by
+    ``cnmf_spa(batched=True)`` only. Above ``MAX_ENUMERATED_NNLS_RANK`` columns of
+    ``G`` it falls back to :func:`_nnls_rows`.
+    """
+    n_f = G.shape[1]
+    if n_f > MAX_ENUMERATED_NNLS_RANK:
+        return _nnls_rows(G, Y)
+    gram = G.T @ G
+    gy = G.T @ Y  # (F, Q)
+    best = np.zeros((Y.shape[1], n_f))
+    best_obj = np.zeros(Y.shape[1])  # ||y - G x||^2 - ||y||^2 of x = 0
+    for mask in range(1, 2**n_f):
+        s = [f for f in range(n_f) if mask >> f & 1]
+        g_s = gram[np.ix_(s, s)]
+        x = np.linalg.lstsq(g_s, gy[s], rcond=None)[0]  # (|s|, Q)
+        obj = np.sum(x * (g_s @ x), axis=0) - 2.0 * np.sum(x * gy[s], axis=0)
+        better = np.all(x >= 0, axis=0) & (obj < best_obj)
+        if better.any():
+            best[better] = 0.0
+            best[np.ix_(better, s)] = x[:, better].T
+            best_obj[better] = obj[better]
+    return best
+
+
+def _misfit_direct(joint, wt, lam, stacked, work) -> float:
+    """``sum(wt * (joint - model) ** 2)``, in place in ``work`` (joint's shape)."""
+    np.matmul(stacked * lam, stacked.T, out=work)  # _model_joint(lam, stacked)
+    np.subtract(joint, work, out=work)
+    np.square(work, out=work)
+    np.multiply(wt, work, out=work)
+    return float(np.sum(work))
+
+
+def _misfit_factored(wj, c0, pair_w, offsets, lam, stacked) -> float:
+    """``sum(wt * (joint - model) ** 2)`` from the rank-F form of the model.
+
+    ``wj = wt * joint`` and ``c0 = sum(wj * joint)`` are computed once per data set;
+    ``wt`` is ``_expand(pair_w) / 2``. The cross term is ``sum_f lambda_f a_f^T wj
+    a_f`` and the model term ``sum_{f,g} lambda_f lambda_g s_fg^T pair_w s_fg / 2``
+    with ``s_fg`` the per-variable sums of ``a_f * a_g``: one ``(sum I)^2 x F``
+    product instead of five passes over the ``(sum I)^2`` model (0.15 s a candidate
+    at 2000 binary items). Equal to the direct sum up to rounding (relative ~1e-14 of
+    ``c0``): ``cnmf_spa(batched=True)`` only.
+    """
+    rank = lam.size
+    cross = float(np.sum(stacked * (wj @ (stacked * lam))))
+    prod = (stacked[:, :, None] * stacked[:, None, :]).reshape(stacked.shape[0], -1)
+    sums = np.add.reduceat(prod, offsets[:-1], axis=0)  # (N, F * F)
+    scale = np.outer(lam, lam).reshape(rank * rank)
+    model_sq = float(np.sum((pair_w @ sums) * sums * scale)) / 2.0
+    return max(c0 - 2.0 * cross + model_sq, 0.0)
+
+
 def _pair_weight_matrix(marginals, observed, pair_weighting: str) -> np.ndarray:
     """(N, N) symmetric pair weights summing to 1 over pairs j < k; 0 off ``observed``."""
     if pair_weighting == "uniform":
@@ -426,8 +493,12 @@ def _prune_split(s1, s2, observed):
     return tuple(s1), tuple(s2), rest
 
 
-def _spa_on_split(joint, offsets, n_cat, rank, s1, s2, observed):
-    """Alg. 2 for one split; returns (weights, stacked factors, detail) or a reason."""
+def _spa_on_split(joint, offsets, n_cat, rank, s1, s2, observed, batched=False):
+    """Alg. 2 for one split; returns (weights, stacked factors, detail) or a reason.
+
+    ``batched``: the NNLS problems by :func:`_nnls_columns` (``cnmf_spa(batched=True)``).
+    """
+    solve = _nnls_columns if batched else _nnls_rows
     in_split = set(s1) | set(s2)
     outside = [v for v in range(n_cat.size) if v not in in_split]
     s1, s2, rest = _prune_split(s1, s2, observed)
@@ -446,14 +517,17 @@ def _spa_on_split(joint, offsets, n_cat, rank, s1, s2, observed):
     w_hat = x[:, anchors]
     factors.update(zip(s1, _normalize_blocks(w_hat, n_cat[list(s1)])))  # lines 6-10
     w = np.concatenate([factors[v] for v in s1])  # line 18
-    h = _nnls_rows(w, x)  # line 11: X ~ W H^T with H >= 0
+    h = solve(w, x)  # line 11: X ~ W H^T with H >= 0
     factors.update(zip(s2, _normalize_blocks(h, n_cat[list(s2)])))  # lines 13-17
     hn = np.concatenate([factors[v] for v in s2])  # line 19
     # Line 20, lambda = (H kr W)^+ vec(X), through the normal equations: the Gram
     # matrix of the Khatri-Rao product is (W^T W) * (H^T H) (Hadamard) and its product
     # with vec(X) is diag(W^T X H), so the (I(S1) I(S2), F) product is never formed.
     gram = (w.T @ w) * (hn.T @ hn)
-    rhs = np.einsum("if,ij,jf->f", w, x, hn)
+    if batched:  # the same sums as two BLAS products (einsum: 0.03 s at 2000 items)
+        rhs = np.sum((w.T @ x) * hn.T, axis=1)
+    else:
+        rhs = np.einsum("if,ij,jf->f", w, x, hn)
     lam = np.linalg.lstsq(gram, rhs, rcond=None)[0]
     lam = project_simplex(lam)
     unidentified = []
@@ -466,7 +540,7 @@ def _spa_on_split(joint, offsets, n_cat, rank, s1, s2, observed):
             continue
         g = np.concatenate([factors[r] * lam for r in known])
         y = joint[np.ix_(_rows(offsets, known), _rows(offsets, [v]))]
-        factors[v] = _normalize_columns(_nnls_rows(g, y))
+        factors[v] = _normalize_columns(solve(g, y))
     stacked = np.concatenate([factors[v] for v in range(n_cat.size)])
     detail = {
         "split": (s1, s2),
@@ -575,11 +649,12 @@ def _param_error(weights, stacked, ref_weights, ref_stacked, n_vars: int) -> flo
     return float(err_a + np.sum((weights[perm] - ref_weights) ** 2))
 
 
-def _bootstrap_select(fits, m, rank, observed, n_boot, rng):
+def _bootstrap_select(fits, m, rank, observed, n_boot, rng, batched=False):
     """Parametric-bootstrap error of every split in ``fits`` (see cnmf_spa, Notes).
 
     ``fits`` maps split -> (misfit, weights, stacked); the lowest misfit is the
-    reference model. Returns {split: mean error over the replicates}.
+    reference model. Returns {split: mean error over the replicates}. ``batched``:
+    as :func:`cnmf_spa`'s.
     """
     ref = min(fits, key=lambda c: fits[c][0])
     _, ref_w, ref_a = fits[ref]
@@ -591,7 +666,7 @@ def _bootstrap_select(fits, m, rank, observed, n_boot, rng):
     for _ in range(n_boot):
         _draw_replicate(x, plan, rng)
         for cand in fits:
-            out = _spa_on_split(x, offsets, n_cat, rank, *cand, observed)
+            out = _spa_on_split(x, offsets, n_cat, rank, *cand, observed, batched)
             if isinstance(out, str):  # cannot happen: the split held on the data
                 err[cand] = np.inf
                 continue
@@ -609,6 +684,7 @@ def cnmf_spa(
     n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
     min_count: int = 1,
     random_state=None,
+    batched: bool = False,
 ) -> tuple[LatentClassParams, dict]:
     """Latent-class parameters from pairwise marginals by CNMF-SPA (Alg. 2).
 
@@ -638,6 +714,14 @@ def cnmf_spa(
         A pair co-observed in fewer rows counts as unobserved.
     random_state : None, int or numpy.random.Generator
         Seeds the random splits and the bootstrap replicates.
+    batched : bool, default False
+        For many variables: solve the NNLS problems of a split for all columns at once
+        (exact NNLS by enumerating the supports, up to ``MAX_ENUMERATED_NNLS_RANK``
+        classes) and compute the candidates' misfits from the factors' rank-F form
+        instead of the full model matrix. The same estimate up to rounding (splits
+        whose misfits tie to rounding may be ranked the other way); on 2000 binary
+        items it cuts a candidate split from about 0.4 s to 0.2 s.
+        ``fit_latent_class``'s default uses it on wide data.
 
     Returns
     -------
@@ -728,6 +812,10 @@ def cnmf_spa(
     selection = check_choice(selection, "selection", SELECTIONS, owner)
     n_splits = check_int(n_splits, "n_splits", owner=owner, low=0)
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", owner=owner, low=1)
+    if not isinstance(batched, bool | np.bool_):
+        raise ValueError(
+            f"The 'batched' argument of {owner} must be True or False. Got {batched!r}."
+        )
     observed = _observed(m, min_count, owner)
     rng = check_random_state(random_state)
     if split is None:
@@ -739,18 +827,20 @@ def cnmf_spa(
     wt /= 2
     joint, offsets = m.joint, m.offsets
     fits, details, tried = {}, {}, []
-    work = np.empty_like(joint)  # sum(wt * (joint - model) ** 2), in place
+    work = None if batched else np.empty_like(joint)  # the misfit's buffer
+    if batched:
+        wj = wt * joint
+        c0 = float(np.vdot(wj, joint))
     for cand in candidates:
-        out = _spa_on_split(joint, offsets, n_cat, rank, *cand, observed)
+        out = _spa_on_split(joint, offsets, n_cat, rank, *cand, observed, batched)
         if isinstance(out, str):
             tried.append((cand, out))
             continue
         lam, stacked, details[cand] = out
-        np.matmul(stacked * lam, stacked.T, out=work)  # _model_joint(lam, stacked)
-        np.subtract(joint, work, out=work)
-        np.square(work, out=work)
-        np.multiply(wt, work, out=work)
-        misfit = float(np.sum(work))
+        if batched:
+            misfit = _misfit_factored(wj, c0, pair_w, offsets, lam, stacked)
+        else:
+            misfit = _misfit_direct(joint, wt, lam, stacked, work)
         tried.append((cand, misfit))
         fits[cand] = (misfit, lam, stacked)
     if not fits:
@@ -761,12 +851,17 @@ def cnmf_spa(
             "all observed."
         )
     best = min(fits, key=lambda c: fits[c][0])  # the first of ties
+    if batched and selection == "bootstrap":  # summed directly for OBJECTIVE_FLOOR
+        work = np.empty_like(joint)
+        fits[best] = (_misfit_direct(joint, wt, *fits[best][1:], work), *fits[best][1:])
     boot = {}
     ranked = sorted(fits, key=lambda c: fits[c][0])[:MAX_BOOTSTRAPPED]
     limit = BOOTSTRAP_MISFIT_RATIO * fits[best][0]
     shortlist = {c: fits[c] for c in ranked if fits[c][0] <= limit}
     if selection == "bootstrap" and len(shortlist) > 1 and fits[best][0] > OBJECTIVE_FLOOR:
-        boot = _bootstrap_select(shortlist, m, rank, observed, n_bootstrap, rng)
+        boot = _bootstrap_select(
+            shortlist, m, rank, observed, n_bootstrap, rng, batched=batched
+        )
         best = min(boot, key=lambda c: (boot[c], fits[c][0]))
     misfit, lam, stacked = fits[best]
     params = LatentClassParams(lam, split_factors(stacked, n_cat))

@@ -16,7 +16,7 @@ from bayespmf._validation import (
     check_random_state,
 )
 
-__all__ = ["MISSING", "CategoricalData", "as_categorical"]
+__all__ = ["MISSING", "CategoricalData", "as_categorical", "bind_rows", "layout_of"]
 
 #: The integer code of a missing entry.
 MISSING = -1
@@ -595,6 +595,34 @@ class CategoricalData:
         codes[hr, hv] = MISSING
         srt = np.lexsort((hidden[:, 1], hidden[:, 0]))
         return self._new(codes), hidden[srt]
+
+
+def layout_of(n_categories, names=None, categories=None) -> CategoricalData:
+    """A one-row CategoricalData with this layout: the ``like`` of :func:`as_categorical`.
+
+    Examples
+    --------
+    >>> layout_of([2, 3], ["a", "b"]).names
+    ['a', 'b']
+    """
+    n_categories = np.asarray(n_categories, dtype=np.int64)
+    return CategoricalData(
+        np.zeros((1, n_categories.size), dtype=np.int64), n_categories, names, categories
+    )
+
+
+def bind_rows(data, n_categories, names=None, categories=None, *, name: str = "data"):
+    """Rows given to a fitted estimator, bound to its layout by name and label.
+
+    A DataFrame, or a CategoricalData when the fit has variable names, goes through
+    :func:`as_categorical` against :func:`layout_of` the fit; anything else (integer
+    codes, data given to a fit on bare codes) is returned as it is, positional.
+    """
+    if isinstance(data, pd.DataFrame) or (
+        names is not None and isinstance(data, CategoricalData)
+    ):
+        return as_categorical(data, layout_of(n_categories, names, categories), name=name)
+    return data
 
 
 def as_categorical(data, like: CategoricalData | None = None, *, name: str = "data"):

@@ -25,7 +25,7 @@ from bayespmf._validation import (
     check_int,
     check_random_state,
 )
-from bayespmf.data import CategoricalData, as_categorical
+from bayespmf.data import CategoricalData, bind_rows
 from bayespmf.fit.latent_class import METHODS, fit_latent_class
 from bayespmf.pmf import (
     LatentClassParams,
@@ -330,17 +330,12 @@ class LatentClassPMF(BaseEstimator):
         any data given to an estimator fitted on bare codes (no names), are positional.
         """
         self._check_fitted()
-        names = getattr(self, "_names", None)
-        if isinstance(data, pd.DataFrame) or (
-            names is not None and isinstance(data, CategoricalData)
-        ):
-            like = CategoricalData(
-                np.zeros((1, self.n_categories_.size), dtype=np.int64),
-                self.n_categories_,
-                names,
-                getattr(self, "_categories", None),
-            )
-            data = as_categorical(data, like, name="data")
+        data = bind_rows(
+            data,
+            self.n_categories_,
+            getattr(self, "_names", None),
+            getattr(self, "_categories", None),
+        )
         codes, _ = as_codes(data, self.n_categories_, name="data", allow_empty_columns=True)
         return codes
 

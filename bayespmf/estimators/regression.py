@@ -20,7 +20,7 @@ from bayespmf._npz import (
     save_fit,
 )
 from bayespmf._validation import as_codes
-from bayespmf.data import CategoricalData, as_categorical
+from bayespmf.data import CategoricalData, bind_rows
 from bayespmf.estimators.latent_class import NotFittedError
 from bayespmf.fit.covariates import (
     DEFAULT_MAX_ITER,
@@ -357,20 +357,7 @@ class LatentClassRegression(BaseEstimator):
     def _prepare(self, X, covariates):
         """Validated codes, alphabet sizes and design of new rows."""
         self._check_fitted()
-        names = getattr(self, "_names", None)
-        if isinstance(X, pd.DataFrame) or (
-            names is not None and isinstance(X, CategoricalData)
-        ):
-            # bound by name and category label, as LatentClassPMF does
-            like = CategoricalData(
-                np.zeros((1, self.n_categories_.size), dtype=np.int64),
-                self.n_categories_,
-                names,
-                self._categories,
-            )
-            codes = as_categorical(X, like, name="X")
-        else:
-            codes = X
+        codes = bind_rows(X, self.n_categories_, self._names, self._categories, name="X")
         codes, n_cat = as_codes(
             codes, self.n_categories_, name="X", allow_empty_columns=True
         )

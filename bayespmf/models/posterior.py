@@ -16,7 +16,7 @@ from bayespmf._validation import (
     check_int,
     check_random_state,
 )
-from bayespmf.data import CategoricalData, as_categorical
+from bayespmf.data import CategoricalData, as_categorical, layout_of
 from bayespmf.models import latent_class
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
@@ -111,12 +111,7 @@ def _params_of(init, data: CategoricalData, rank: int) -> LatentClassParams:
 
 def _bind_factors(factors, names, labels, data: CategoricalData) -> list:
     """``factors`` (one per name in ``names``) in ``data``'s variable and label order."""
-    like = CategoricalData(
-        np.zeros((1, len(names)), dtype=np.int64),
-        [np.shape(a)[0] for a in factors],
-        names,
-        labels,
-    )
+    like = layout_of([np.shape(a)[0] for a in factors], names, labels)
     # the model's variables and labels, one row per category so that every label is
     # checked against the estimate's alphabet
     n_rows = int(np.max(data.n_categories))

@@ -12,6 +12,10 @@ stack's child process reports. The rows:
    ``NUMBA_CACHE_DIR``), then again with the cache that run left (warm); and the
    first ``LatentClassPMF(rank=4, random_state=0).fit`` on UCI Car in a fresh process
    with an empty cache (imports timed apart);
+   the compile cost of a posterior: in a fresh process with an empty cache,
+   ``sample()`` of 2 x (5 tune + 5 draws) on Car at rank 4 started at its point
+   estimate (what a notebook's first sampling cell compiles), then the same at rank
+   3 in that process (a further model: what each new rank or data set compiles);
 2. NUTS on Car at rank 4, per ``nuts_sampler`` (pymc, nutpie, numpyro): ``sample()``
    from the default point estimate, 2 chains x (500 tune + 500 draws), seed 0, as
    ``benchmarks/bayes_latent_class.py --compare`` does; the smallest bulk ESS over all
@@ -76,7 +80,7 @@ TAG = "STACKCMP_JSON "
 RANK = 4
 SEED = 0
 SAMPLERS = ("pymc", "nutpie", "numpyro")
-ROW_GROUPS = ("job", "first-fit", "nuts", "em-step", "peers", "notebooks")
+ROW_GROUPS = ("job", "first-fit", "compile", "nuts", "em-step", "peers", "notebooks")
 #: Packages whose versions head the table (python, and the default PyTensor linker,
 #: are added by the child).
 PACKAGES = (
@@ -187,6 +191,33 @@ def _divergences(idata) -> float:
         return float(np.asarray(idata.sample_stats["diverging"]).sum())
     except (AttributeError, KeyError):
         return float("nan")
+
+
+def child_compile(args) -> dict:
+    """Seconds of a tiny ``sample()`` of a first model and of a further one."""
+    from bayespmf.datasets import load_car
+    from bayespmf.estimators import LatentClassPMF
+    from bayespmf.models import latent_class_model, sample
+
+    data = load_car().data
+    metrics = {}
+    for rank, key in ((RANK, "first_s"), (RANK - 1, "further_s")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = LatentClassPMF(rank, random_state=SEED).fit(data)
+            t0 = time.perf_counter()
+            sample(
+                latent_class_model(data, rank),
+                init=est,
+                draws=5,
+                tune=5,
+                chains=2,
+                cores=2,
+                random_seed=SEED,
+                progressbar=False,
+            )
+        metrics[key] = time.perf_counter() - t0
+    return {"metrics": metrics}
 
 
 def child_nuts(args) -> dict:
@@ -343,6 +374,7 @@ def child_notebook(args) -> dict:
 CHILDREN = {
     "versions": child_versions,
     "first-fit": child_first_fit,
+    "compile": child_compile,
     "nuts": child_nuts,
     "em-step": child_em_step,
     "peers": child_peers,
@@ -651,6 +683,20 @@ def build_rows(args) -> list[Row]:
                 ],
                 child=["first-fit"],
                 cache="first-fit",
+                fresh_cache=True,
+            )
+        )
+    if "compile" in groups:
+        rows.append(
+            Row(
+                "compile",
+                "sample() 2 x (5 + 5) on Car, fresh process, empty cache",
+                [
+                    Metric("first_s", f"rank {RANK}, first model", "s"),
+                    Metric("further_s", f"rank {RANK - 1}, a further model", "s"),
+                ],
+                child=["compile"],
+                cache="compile",
                 fresh_cache=True,
             )
         )

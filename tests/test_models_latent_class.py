@@ -249,6 +249,109 @@ def test_pivot_model_has_the_same_posterior(small, rng):
     np.testing.assert_allclose(a0 - b0, const, rtol=1e-10)
 
 
+def _value_order(model, fused):
+    """Permutation taking the fused vector's entries to ``model``'s raveled value vars."""
+    layout = fused.bayespmf_pivot_layout
+    names = [str(v) for v in fused.coords["variable"]]
+    segments, pos = {}, 0
+    for key, rows in [("weights", 1)] + [(factor_var_name(n), layout.rank) for n in names]:
+        size = int(layout.size[layout.start >= pos][:rows].sum() - rows)
+        segments[key] = np.arange(pos, pos + size)
+        pos += size
+    keys = [model.values_to_rvs[v].name for v in model.value_vars]
+    return np.concatenate([segments[k] for k in keys])
+
+
+def test_fused_pivot_model_has_the_density_of_the_transforms(small, rng):
+    """logp and gradient equal the transform model's, and a brute-force density."""
+    from pymc.model.transform.optimization import freeze_dims_and_data
+    from scipy.stats import dirichlet
+
+    from bayespmf.models._pivot import LOGRATIOS_NAME, fused_pivot_model
+    from bayespmf.models.posterior import _pivot_transforms, _pivots
+
+    data, truth = small
+    model = freeze_dims_and_data(
+        latent_class_model(data, 2, weights_prior=2.0, factor_prior=0.7)
+    )
+    pivots = _pivots(model, (truth.weights, truth.factors))
+    fused = fused_pivot_model(model, data.codes, *pivots)
+    transformed = _pivot_transforms(model, *pivots)
+    assert [v.name for v in fused.free_RVs] == [LOGRATIOS_NAME]
+    assert {v.name for v in fused.deterministics} == {v.name for v in model.free_RVs}
+    for name in ("weights", "A_x1"):
+        assert tuple(fused.named_vars_to_dims[name]) == tuple(
+            model.named_vars_to_dims[name]
+        )
+    order = _value_order(transformed, fused)
+    f_fused = fused.logp_dlogp_function(ravel_inputs=True)
+    f_trans = transformed.logp_dlogp_function(ravel_inputs=True)
+    f_fused.set_extra_values({})
+    f_trans.set_extra_values({})
+    values = fused.compile_fn(
+        fused.replace_rvs_by_values(
+            [fused["weights"], *[fused[factor_var_name(n)] for n in data.names]]
+        ),
+        inputs=fused.value_vars,
+        point_fn=False,
+    )
+    for scale in (0.5, 3.0, 30.0):
+        theta = scale * rng.standard_normal(fused.value_vars[0].type.shape[0])
+        lp, grad = f_fused(theta)
+        lp_t, grad_t = f_trans(theta[order])
+        np.testing.assert_allclose(lp, lp_t, rtol=1e-12)
+        np.testing.assert_allclose(grad[order], grad_t, rtol=1e-9, atol=1e-9)
+        # independently: Dirichlet densities, the log-Jacobian sum(log x) of every
+        # row, and the class-enumerated likelihood
+        w, *factors = values(theta)
+        if scale < 30:  # a scipy Dirichlet refuses entries that underflow to 0
+            brute = dirichlet.logpdf(w, np.full(2, 2.0)) + np.log(w).sum()
+            for a in factors:
+                for row in a:
+                    brute += (
+                        dirichlet.logpdf(row, np.full(row.size, 0.7)) + np.log(row).sum()
+                    )
+            brute += brute_force_loglik(data.codes, w, [a.T for a in factors])
+            np.testing.assert_allclose(lp, brute, rtol=1e-10)
+
+
+def test_fused_pivot_model_only_for_plain_latent_class_models(small):
+    """Any other variable or a prior that is not a constant: None (transforms used)."""
+    from pymc.model.transform.optimization import freeze_dims_and_data
+
+    from bayespmf.models._pivot import fused_pivot_model
+    from bayespmf.models.posterior import _pivots
+
+    data, truth = small
+    model = latent_class_model(data, 2)
+    pivots = _pivots(model, (truth.weights, truth.factors))
+    assert fused_pivot_model(freeze_dims_and_data(model), data.codes, *pivots) is not None
+    with model:
+        pm.Potential("extra", -pt.sum(model["weights"] ** 2))
+    assert fused_pivot_model(freeze_dims_and_data(model), data.codes, *pivots) is None
+
+
+def test_sample_draws_have_no_logratios_and_start_exactly(small):
+    """The fused vector is dropped; the draws keep the model's names and dims."""
+    data, truth = small
+    idata = sample(
+        latent_class_model(data, 2),
+        init=(truth.weights, truth.factors),
+        draws=20,
+        tune=20,
+        chains=1,
+        random_seed=2,
+        progressbar=False,
+        align=False,
+        log_likelihood=False,
+    )
+    post = idata.posterior
+    assert set(post.data_vars) == {"weights", "A_x0", "A_x1", "A_x2"}
+    assert post["A_x2"].dims == ("chain", "draw", "class", "x2_category")
+    assert not [d for d in post.dims if "logratio" in d]
+    np.testing.assert_allclose(post["A_x2"].sum("x2_category"), 1.0, rtol=1e-12)
+
+
 def fake_idata(truth, perms, noise=0.0, rng=None, data=None):
     """Posterior draws equal to the truth with the classes permuted per draw.
 

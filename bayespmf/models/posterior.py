@@ -19,6 +19,7 @@ from bayespmf._validation import (
 from bayespmf.data import CategoricalData, as_categorical, layout_of
 from bayespmf.models import latent_class
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
+from bayespmf.models._pivot import drop_logratios, fused_pivot_model, logratio_initvals
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
 from bayespmf.models.latent_class import (
     DATA_NAME,
@@ -450,7 +451,17 @@ def sample(
         (500 + 500), same start, side by side) it cut the leapfrog steps per draw
         from 59 to 15 and raised the smallest bulk ESS per second of PyMC's NUTS
         3.9 and 4.6 times (seeds 0 and 1), and of numpyro's about 1.9 times
-        (``benchmarks/bayes_latent_class.py --compare``).
+        (``benchmarks/bayes_latent_class.py --compare``). With PyMC's NUTS, nutpie
+        and ADVI the pivot coordinates of all the simplexes are one free vector
+        (``simplex_logratios``, dropped from the draws) and one fused Op for their
+        log-probabilities, priors and Jacobians (``bayespmf.models._pivot``; the
+        same log-density and gradient, to rounding): the graph PyTensor's numba
+        backend compiles for a model shrinks from 160 nodes to 17 (UCI Car, rank
+        4). Measured on 2 cores (``benchmarks/stack_compare.py``, compile row):
+        ``sample`` of 5 + 5 draws in an empty cache took 21.9 s against 51.6 s with
+        one value transform per variable, and a further model (another rank) 3.8-4.1
+        s against 14.2-15.5 s. numpyro and blackjax (JAX has no numba) keep the
+        value transforms.
     **sample_kwargs
         Passed to ``pm.sample`` (e.g. ``target_accept``; PyMC's 0.8 is kept: on UCI
         Car at rank 4 with the pivot transform, 0.9 took as many leapfrog steps per
@@ -550,8 +561,16 @@ def sample(
         initvals = initvals_from_params(model, point, chains=n_chains, random_state=rng)
     # the rows are fixed while sampling: frozen, they are constants of static shape
     frozen = freeze_dims_and_data(model)
+    fused = None
     if simplex_transform == "pivot" and point is not None:
-        frozen = pivot_model(frozen, point)
+        pivots = _pivots(frozen, point)
+        if method == "advi" or nuts_sampler in ("pymc", "nutpie"):
+            # numba (or C) compiles it: every simplex in one fused Op, far less to compile
+            fused = fused_pivot_model(frozen, data.codes, *pivots)
+        if fused is not None:
+            frozen, initvals = fused, logratio_initvals(fused, initvals)
+        else:  # JAX cannot run the numba Op: the same coordinates as value transforms
+            frozen = _pivot_transforms(frozen, *pivots)
     idata = run_sampler(
         frozen,
         method=method,
@@ -564,6 +583,8 @@ def sample(
         advi_iterations=advi_iterations,
         **sample_kwargs,
     )
+    if fused is not None:
+        idata = drop_logratios(idata)
     idata.posterior.attrs["bayespmf_variables"] = json.dumps(list(data.names))
     if starts is not None:
         idata.posterior.attrs["chain_start_optimum"] = [
@@ -689,6 +710,11 @@ def pivot_model(model, point):
     >>> new.rvs_to_transforms[new["A_a"]].pivot.tolist()
     [0, 1]
     """
+    return _pivot_transforms(model, *_pivots(model, point))
+
+
+def _pivots(model, point) -> tuple[int, list[np.ndarray]]:
+    """The pivot of the weights and of each class's row of each ``A_n``: the largest."""
     # names and sizes from the coordinates: a frozen model has no data container
     names = [str(v) for v in model.coords["variable"]]
     labels = [[str(c) for c in model.coords[latent_class.category_dim(n)]] for n in names]
@@ -697,14 +723,19 @@ def pivot_model(model, point):
         np.zeros((1, len(names)), dtype=np.int64), [len(c) for c in labels], names, labels
     )
     params = _params_of(point, fake, rank)
-    transforms = {
-        "weights": latent_class.PivotLogRatio(int(np.argmax(params.weights)), rank)
-    }
-    for name, a in zip(names, params.factors, strict=True):
-        a = np.asarray(a)  # (I_n, F): the pivot of class f's row is argmax_i a[i, f]
-        transforms[factor_var_name(name)] = latent_class.PivotLogRatio(
-            np.argmax(a, axis=0), a.shape[0]
-        )
+    # factors are (I_n, F): the pivot of class f's row is argmax_i a[i, f]
+    factor_pivots = [np.argmax(np.asarray(a), axis=0) for a in params.factors]
+    return int(np.argmax(params.weights)), factor_pivots
+
+
+def _pivot_transforms(model, weights_pivot, factor_pivots):
+    """``model`` with :class:`PivotLogRatio` value transforms at these pivots."""
+    names = [str(v) for v in model.coords["variable"]]
+    rank = len(model.coords["class"])
+    transforms = {"weights": latent_class.PivotLogRatio(weights_pivot, rank)}
+    for name, piv in zip(names, factor_pivots, strict=True):
+        k = len(model.coords[latent_class.category_dim(name)])
+        transforms[factor_var_name(name)] = latent_class.PivotLogRatio(piv, k)
     return _change_value_transforms(model, transforms)
 
 

@@ -457,11 +457,12 @@ def sample(
         log-probabilities, priors and Jacobians (``bayespmf.models._pivot``; the
         same log-density and gradient, to rounding): the graph PyTensor's numba
         backend compiles for a model shrinks from 160 nodes to 17 (UCI Car, rank
-        4). Measured on 2 cores (``benchmarks/stack_compare.py``, compile row):
-        ``sample`` of 5 + 5 draws in an empty cache took 21.9 s against 51.6 s with
-        one value transform per variable, and a further model (another rank) 3.8-4.1
-        s against 14.2-15.5 s. numpyro and blackjax (JAX has no numba) keep the
-        value transforms.
+        4). Measured on 2 cores, one chain of 5 + 5 draws in an empty cache: 21.9 s
+        against 51.6 s with one value transform per variable, and a further model
+        (another rank) 3.8-4.1 s against 14.2-15.5 s (``benchmarks/stack_compare.py``
+        compile row, 2 chains, against PyMC 5 on PyTensor's C backend: 19.9 s
+        against 32.5 s, and 3.6 s against 6.1 s). numpyro and blackjax (JAX has no
+        numba) keep the value transforms.
     **sample_kwargs
         Passed to ``pm.sample`` (e.g. ``target_accept``; PyMC's 0.8 is kept: on UCI
         Car at rank 4 with the pivot transform, 0.9 took as many leapfrog steps per

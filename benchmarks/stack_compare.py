@@ -11,7 +11,8 @@ stack's child process reports. The rows:
    first with an empty compile cache (a fresh PyTensor ``base_compiledir`` and
    ``NUMBA_CACHE_DIR``), then again with the cache that run left (warm); and the
    first ``LatentClassPMF(rank=4, random_state=0).fit`` on UCI Car in a fresh process
-   with an empty cache (imports timed apart);
+   with an empty cache (imports timed apart); the same fit at random_state 0-7 in one
+   warm process (one seed's fit time varies 3-fold with its starts);
    the compile cost of a posterior: in a fresh process with an empty cache,
    ``sample()`` of 2 x (5 tune + 5 draws) on Car at rank 4 started at its point
    estimate (what a notebook's first sampling cell compiles), then the same at rank
@@ -80,7 +81,18 @@ TAG = "STACKCMP_JSON "
 RANK = 4
 SEED = 0
 SAMPLERS = ("pymc", "nutpie", "numpyro")
-ROW_GROUPS = ("job", "first-fit", "compile", "nuts", "em-step", "peers", "notebooks")
+ROW_GROUPS = (
+    "job",
+    "first-fit",
+    "fits",
+    "compile",
+    "nuts",
+    "em-step",
+    "peers",
+    "notebooks",
+)
+#: Seeds of the "fits" row (``--quick``: 2).
+FIT_SEEDS = 8
 #: Packages whose versions head the table (python, and the default PyTensor linker,
 #: are added by the child).
 PACKAGES = (
@@ -160,6 +172,34 @@ def child_first_fit(args) -> dict:
         warnings.simplefilter("ignore")
         LatentClassPMF(rank=RANK, random_state=SEED).fit(data)
     return {"metrics": {"fit_s": time.perf_counter() - t0, "import_s": t_import}}
+
+
+def child_fits(args) -> dict:
+    """The default fit on Car at FIT_SEEDS random states, warm, in one process.
+
+    One seed's fit time varies 3-fold with the starts its random stream draws (the
+    multi-start exploration refines 30 of 300 starts, and how long EM runs on each
+    depends on the start), so a stack's fit speed is compared over many seeds: the
+    same seeds on both stacks, after one warm-up fit (compilation and caches).
+    """
+    import numpy as np
+
+    from bayespmf.datasets import load_car
+    from bayespmf.estimators import LatentClassPMF
+
+    data = load_car().data
+    seeds = range(2 if args.quick else FIT_SEEDS)
+    times = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        LatentClassPMF(rank=RANK, random_state=1000).fit(data)
+        for seed in seeds:
+            t0 = time.perf_counter()
+            LatentClassPMF(rank=RANK, random_state=seed).fit(data)
+            times.append(time.perf_counter() - t0)
+    return {
+        "metrics": {"total_s": float(np.sum(times)), "median_s": float(np.median(times))}
+    }
 
 
 def _posterior_dataset(idata):
@@ -374,6 +414,7 @@ def child_notebook(args) -> dict:
 CHILDREN = {
     "versions": child_versions,
     "first-fit": child_first_fit,
+    "fits": child_fits,
     "compile": child_compile,
     "nuts": child_nuts,
     "em-step": child_em_step,
@@ -684,6 +725,20 @@ def build_rows(args) -> list[Row]:
                 child=["first-fit"],
                 cache="first-fit",
                 fresh_cache=True,
+            )
+        )
+    if "fits" in groups:
+        n_seeds = 2 if args.quick else FIT_SEEDS
+        rows.append(
+            Row(
+                "fits",
+                f"LatentClassPMF(rank={RANK}).fit on Car, random_state 0-{n_seeds - 1}, "
+                "warm, one process",
+                [
+                    Metric("total_s", f"{n_seeds} fits, total", "s"),
+                    Metric("median_s", "one fit, median", "s"),
+                ],
+                child=["fits"],
             )
         )
     if "compile" in groups:

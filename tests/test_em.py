@@ -163,6 +163,34 @@ def test_estep_stats_index_out_of_range():
         f(np.log([0.5, 0.5]), np.log(np.full((2, 2), 0.5)))
 
 
+def test_import_leaves_numba_for_first_use():
+    """``import bayespmf`` and the estimators do not import numba (0.2 s); the first
+    EStepStats graph registers its numba dispatch, so the numba linker runs it as numba
+    code, not in object mode (which warns, an error here)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, warnings; warnings.simplefilter('error')\n"
+        "import bayespmf, bayespmf.estimators, bayespmf.fit, bayespmf.datasets\n"
+        "assert 'numba' not in sys.modules, 'numba imported'\n"
+        "import numpy as np, pytensor, pytensor.tensor as pt\n"
+        "from bayespmf.kernels.em import EStepStats\n"
+        "lw, la = pt.dvector(), pt.dmatrix()\n"
+        "out = EStepStats()(lw, la, np.array([0, 1, 2]), np.array([0, 3]))\n"
+        "f = pytensor.function([lw, la], out, mode='NUMBA')\n"
+        "c, t, ll = f(np.log([0.25, 0.75]), np.log(np.full((4, 2), 0.5)))\n"
+        "assert abs(ll - 2 * np.log(0.5)) < 1e-12, ll\n"
+        "assert np.allclose(t, [0.5, 1.5]), t\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ok"
+
+
 @NO_CONVERGENCE
 def test_kernel_compiles_once(small, kernel, monkeypatch):
     codes, start = small

@@ -70,16 +70,13 @@ References
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
-import numba
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.basic import Apply
 from pytensor.link.c.op import COp
-from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 
 from bayespmf._validation import as_codes, check_int, check_random_state
 from bayespmf.pmf import (
@@ -157,7 +154,8 @@ class EStepStats(COp):
     A row whose every class has probability 0 contributes ``-inf`` to ``loglik`` and NaN
     responsibilities, as in :func:`em_step_numpy`. The C code checks shapes and index
     bounds. Under PyTensor's numba linker (its default) the same loop runs as numba
-    code (:func:`_estep_stats`); :meth:`perform` is a NumPy fallback for other linkers.
+    code (:func:`bayespmf.kernels.em_numba.estep_stats`); :meth:`perform` is a NumPy
+    fallback for other linkers.
 
     Examples
     --------
@@ -177,6 +175,7 @@ class EStepStats(COp):
 
     def make_node(self, log_weights, log_factors, indptr, indices):
         """Check types and build the Apply node."""
+        register_numba_dispatch()
         log_weights = pt.as_tensor_variable(log_weights)
         log_factors = pt.as_tensor_variable(log_factors)
         indptr = pt.as_tensor_variable(indptr)
@@ -328,70 +327,29 @@ class EStepStats(COp):
         return (2,)
 
 
-@numba.njit(cache=True, nogil=True)
-def _estep_stats(log_w, log_a, indptr, indices, with_counts):  # pragma: no cover - numba
-    """:class:`EStepStats` in numba: the C loop of :meth:`EStepStats.c_code`."""
-    n_stack, rank = log_a.shape
-    n_rows = indptr.size - 1
-    if log_w.size != rank:
-        raise ValueError("EStepStats: log_weights and log_factors disagree on the rank F.")
-    if n_rows < 0 or indptr[0] != 0 or indptr[n_rows] > indices.size:
-        raise ValueError("EStepStats: indptr is inconsistent.")
-    counts = np.zeros((n_stack, rank) if with_counts else (0, rank))
-    totals = np.zeros(rank)
-    buf = np.empty(rank)
-    total = 0.0
-    for s in range(n_rows):
-        for f in range(rank):
-            buf[f] = log_w[f]
-        for k in range(indptr[s], indptr[s + 1]):
-            j = indices[k]
-            if j < 0 or j >= n_stack:
-                raise IndexError("EStepStats: index out of range.")
-            for f in range(rank):
-                buf[f] += log_a[j, f]
-        m = buf[0]
-        for f in range(1, rank):
-            if buf[f] > m:
-                m = buf[f]
-        if not math.isfinite(m):
-            m = 0.0
-        z = 0.0
-        for f in range(rank):
-            buf[f] = math.exp(buf[f] - m)
-            z += buf[f]
-        total += math.log(z) + m
-        if with_counts:
-            for f in range(rank):
-                buf[f] /= z
-                totals[f] += buf[f]
-            for k in range(indptr[s], indptr[s + 1]):
-                j = indices[k]
-                for f in range(rank):
-                    counts[j, f] += buf[f]
-    return counts, totals, np.asarray(total)
+_NUMBA_DISPATCH = []
 
 
-@register_funcify_default_op_cache_key(EStepStats)
-def _numba_estep_stats(op, node=None, **kwargs):
-    """PyTensor's numba backend (its default linker) runs :func:`_estep_stats`.
+def register_numba_dispatch() -> None:
+    """Teach PyTensor's numba backend (its default linker) to run :class:`EStepStats`.
 
-    The integer returned with the function salts PyTensor's on-disk cache key (the
-    Op's class and props): bump it whenever the numba code changes.
+    Done on the first :meth:`EStepStats.make_node`, not at import: importing PyTensor's
+    numba dispatch imports numba (0.2 s), which ``import bayespmf`` and the NumPy and
+    SciPy backends do not need. The integer returned with the function salts
+    PyTensor's on-disk cache key (the Op's class and props): bump it whenever the numba
+    code (:func:`bayespmf.kernels.em_numba.estep_stats`) changes.
     """
-    if op.with_counts:
+    if _NUMBA_DISPATCH:
+        return
+    from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 
-        @numba.njit
-        def estep(log_w, log_a, indptr, indices):  # pragma: no cover - numba
-            return _estep_stats(log_w, log_a, indptr, indices, True)
+    from bayespmf.kernels.em_numba import numba_estep_stats
 
-    else:
+    @register_funcify_default_op_cache_key(EStepStats)
+    def _numba_estep_stats(op, node=None, **kwargs):
+        return numba_estep_stats(op.with_counts), 1
 
-        @numba.njit
-        def estep(log_w, log_a, indptr, indices):  # pragma: no cover - numba
-            return _estep_stats(log_w, log_a, indptr, indices, False)[2]
-
-    return estep, 1
+    _NUMBA_DISPATCH.append(_numba_estep_stats)
 
 
 # ---------------------------------------------------------------- data preparation

@@ -31,7 +31,7 @@ import numpy as np
 
 from bayespmf._runtime import n_cpus
 
-__all__ = ["MIN_BLOCKS_PER_THREAD", "estep_blocks"]
+__all__ = ["MIN_BLOCKS_PER_THREAD", "estep_blocks", "estep_stats", "numba_estep_stats"]
 
 #: The starts of one E-step are split between threads when every thread gets at
 #: least this many (the multi-start exploration runs 300; a single fit runs 1).
@@ -153,3 +153,65 @@ def estep_blocks(log_w, log_a, indptr, indices, row_weight, n_blocks: int):
 
     list(_pool(workers, os.getpid()).map(group, range(workers)))
     return counts, totals, loglik
+
+
+@numba.njit(cache=True, nogil=True)
+def estep_stats(log_w, log_a, indptr, indices, with_counts):  # pragma: no cover - numba
+    """:class:`bayespmf.kernels.em.EStepStats` in numba: the loop of its C code."""
+    n_stack, rank = log_a.shape
+    n_rows = indptr.size - 1
+    if log_w.size != rank:
+        raise ValueError("EStepStats: log_weights and log_factors disagree on the rank F.")
+    if n_rows < 0 or indptr[0] != 0 or indptr[n_rows] > indices.size:
+        raise ValueError("EStepStats: indptr is inconsistent.")
+    counts = np.zeros((n_stack, rank) if with_counts else (0, rank))
+    totals = np.zeros(rank)
+    buf = np.empty(rank)
+    total = 0.0
+    for s in range(n_rows):
+        for f in range(rank):
+            buf[f] = log_w[f]
+        for k in range(indptr[s], indptr[s + 1]):
+            j = indices[k]
+            if j < 0 or j >= n_stack:
+                raise IndexError("EStepStats: index out of range.")
+            for f in range(rank):
+                buf[f] += log_a[j, f]
+        m = buf[0]
+        for f in range(1, rank):
+            if buf[f] > m:
+                m = buf[f]
+        if not math.isfinite(m):
+            m = 0.0
+        z = 0.0
+        for f in range(rank):
+            buf[f] = math.exp(buf[f] - m)
+            z += buf[f]
+        total += math.log(z) + m
+        if with_counts:
+            for f in range(rank):
+                buf[f] /= z
+                totals[f] += buf[f]
+            for k in range(indptr[s], indptr[s + 1]):
+                j = indices[k]
+                for f in range(rank):
+                    counts[j, f] += buf[f]
+    return counts, totals, np.asarray(total)
+
+
+@cache
+def numba_estep_stats(with_counts: bool):
+    """The numba function PyTensor's numba linker calls for ``EStepStats(with_counts)``."""
+    if with_counts:
+
+        @numba.njit
+        def estep(log_w, log_a, indptr, indices):  # pragma: no cover - numba
+            return estep_stats(log_w, log_a, indptr, indices, True)
+
+    else:
+
+        @numba.njit
+        def estep(log_w, log_a, indptr, indices):  # pragma: no cover - numba
+            return estep_stats(log_w, log_a, indptr, indices, False)[2]
+
+    return estep

@@ -32,7 +32,10 @@ import time
 import warnings
 
 from bayespmf.datasets import make_latent_class
+from bayespmf.fit import defaults
 from bayespmf.fit import latent_class as lc
+from bayespmf.fit import multistart as ms
+from bayespmf.fit import source as fit_source
 from bayespmf.kernels.cnmf import cnmf_spa
 
 
@@ -55,12 +58,12 @@ def main(argv=None) -> None:
     # compile the EM kernels once, outside the timings
     warm, _ = make_latent_class(50, [2] * 10, rank=args.rank, random_state=0)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", lc.LocalOptimumWarning)
+        warnings.simplefilter("ignore", ms.LocalOptimumWarning)
         lc.fit_latent_class(warm, args.rank, method="em", random_state=0)
         lc.fit_latent_class(warm, args.rank, n_init=10, random_state=0)
     print(
         f"S={args.n_samples} rows, binary items, rank {args.rank}, "
-        f"n_init={lc.DEFAULT_N_INIT} (default)"
+        f"n_init={defaults.DEFAULT_N_INIT} (default)"
     )
     header = (
         f"{'N':>6} {'em s':>8} {'auto s':>8} {'ratio':>7} {'pairwise s':>11} "
@@ -77,41 +80,41 @@ def main(argv=None) -> None:
                 data, args.rank, method="em", random_state=0
             )
         )
-        source = lc._as_source(data, None)
+        source = fit_source.as_source(data, None)
         marginals, t_pair = timed(source.pairwise_marginals)
-        wide = lc._wide_data(source.n_categories)
-        fast = lc.WIDE_CNMF_SPA if wide else {}
+        wide = ms._wide_data(source.n_categories)
+        fast = ms.WIDE_CNMF_SPA if wide else {}
         _, t_spa = timed(lambda m=marginals: cnmf_spa(m, args.rank, random_state=0, **fast))
         cycles = []
-        step = lc.batched_squarem_pmf_step
+        step = ms.batched_squarem_pmf_step
 
         def counted(*a, step=step):
-            cycles.append(a[1].shape[0] / lc.DEFAULT_N_INIT)  # starts in the batch
+            cycles.append(a[1].shape[0] / defaults.DEFAULT_N_INIT)  # starts in the batch
             return step(*a)
 
-        lc.batched_squarem_pmf_step = counted
+        ms.batched_squarem_pmf_step = counted
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", lc.LocalOptimumWarning)
+                warnings.simplefilter("ignore", ms.LocalOptimumWarning)
                 auto, t_auto = timed(
                     lambda data=data: lc.fit_latent_class(data, args.rank, random_state=0)
                 )
         finally:
-            lc.batched_squarem_pmf_step = step
+            ms.batched_squarem_pmf_step = step
         old = ""
         if not args.no_old:
-            gate = lc.WIDE_BLOCK_ENTRIES
-            lc.WIDE_BLOCK_ENTRIES = math.inf
+            gate = ms.WIDE_BLOCK_ENTRIES
+            ms.WIDE_BLOCK_ENTRIES = math.inf
             try:
                 with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", lc.LocalOptimumWarning)
+                    warnings.simplefilter("ignore", ms.LocalOptimumWarning)
                     ungated, t_old = timed(
                         lambda data=data: lc.fit_latent_class(
                             data, args.rank, random_state=0
                         )
                     )
             finally:
-                lc.WIDE_BLOCK_ENTRIES = gate
+                ms.WIDE_BLOCK_ENTRIES = gate
             old = f" {t_old:>8.2f} {t_old / t_em:>9.0f} {ungated.loglik:>14.4f}"
         n_rounds = auto.info["rounds"]
         print(
@@ -125,7 +128,7 @@ def main(argv=None) -> None:
     print(
         "pairwise s and cnmf-spa s: the default's CNMF-SPA start timed alone; cycles: "
         "batched SQUAREM-PMF exploration cycles in units of all starts (a start that "
-        f"has left the batch counts no more; at most {lc.EXPLORE_CYCLES} a round); old: "
+        f"has left the batch counts no more; at most {ms.EXPLORE_CYCLES} a round); old: "
         "the default with the wide-data gate switched off."
     )
 

@@ -51,7 +51,7 @@ from bayespmf.estimators.latent_class import METHODS, LatentClassPMF
 from bayespmf.pmf import log_likelihood_rows
 
 try:  # the multi-start default (issue 11); absent in older bayespmf
-    from bayespmf.fit.latent_class import DEFAULT_N_INIT
+    from bayespmf.fit.defaults import DEFAULT_N_INIT
 except ImportError:
     DEFAULT_N_INIT = None
 

@@ -43,7 +43,10 @@ import warnings
 import numpy as np
 from _lca_suite import suite
 
+from bayespmf.fit import defaults
 from bayespmf.fit import latent_class as lc
+from bayespmf.fit import multistart as ms
+from bayespmf.fit import source as fit_source
 from bayespmf.fit.em import run_em
 from bayespmf.metrics import match_components
 from bayespmf.pmf import log_likelihood_rows, offsets_of, stack_factors
@@ -55,7 +58,7 @@ class Refiner:
     def __init__(self, data, rank):
         self.data, self.rank = data, rank
         self.n_cat = np.asarray(data.n_categories)
-        self.kernel = lc._as_source(data, None).em_kernel(rank, "auto")
+        self.kernel = fit_source.as_source(data, None).em_kernel(rank, "auto")
 
     def __call__(self, weights, factors):
         stacked = factors if isinstance(factors, np.ndarray) else stack_factors(factors)
@@ -74,7 +77,9 @@ class Refiner:
 
 
 def one_round(data, rank, seed):
-    return lc.fit_latent_class(data, rank, random_state=seed, n_init=lc.DEFAULT_N_INIT)
+    return lc.fit_latent_class(
+        data, rank, random_state=seed, n_init=defaults.DEFAULT_N_INIT
+    )
 
 
 def split_merge(refine, start, rng, n_perturb=8, eps=0.2):
@@ -98,7 +103,7 @@ def split_merge(refine, start, rng, n_perturb=8, eps=0.2):
                     cand = refine(ww, fs)
                     if cand[0] > top[0]:
                         top = cand
-        if top[0] <= best_ll + lc.OPTIMUM_LOGLIK_ATOL:
+        if top[0] <= best_ll + ms.OPTIMUM_LOGLIK_ATOL:
             return best_ll
         best_ll, best = top
 
@@ -155,7 +160,7 @@ def reseed(refine, start, rng, tries):
         w = np.asarray(best.weights).copy()
         w[f] = max(w[f], 0.5 / rank)
         ll, params = refine(w / w.sum(), fs)
-        if ll > best_ll + lc.OPTIMUM_LOGLIK_ATOL:
+        if ll > best_ll + ms.OPTIMUM_LOGLIK_ATOL:
             best_ll, best = ll, params
     return best_ll
 
@@ -174,7 +179,7 @@ def crossover(refine, start, rng, seconds, pop_size=30):
         w = 0.5 * (np.asarray(pa.weights) + np.asarray(pb.weights)[perm])
         ll, params = refine(w, fs)
         lls = np.array([p[0] for p in pop])
-        if ll > lls.min() and np.all(np.abs(lls - ll) > lc.OPTIMUM_LOGLIK_ATOL):
+        if ll > lls.min() and np.all(np.abs(lls - ll) > ms.OPTIMUM_LOGLIK_ATOL):
             pop[int(np.argmin(lls))] = (ll, params)
     return max(p[0] for p in pop)
 
@@ -198,8 +203,8 @@ def main():
     print(f"load average at start {os.getloadavg()[0]:.1f} (2-core machine)")
     for case in suite(names=args.cases):
         refine = Refiner(case.data, case.rank)
-        source = lc._as_source(case.data, None)
-        refine(*lc.init_random(refine.n_cat, case.rank, 0))  # compile before timing
+        source = fit_source.as_source(case.data, None)
+        refine(*ms.init_random(refine.n_cat, case.rank, 0))  # compile before timing
         rows = []
         for seed in args.seeds:
             rng = np.random.default_rng(seed)
@@ -210,11 +215,11 @@ def main():
             rows.append((seed, name, default.loglik, t_default))
             for r in args.rounds:
                 fit, t = timed(
-                    lambda r=r: lc.multistart(
+                    lambda r=r: ms.multistart(
                         source,
                         case.rank,
-                        max_iter=lc.DEFAULT_MAX_ITER["auto"],
-                        tol=lc.DEFAULT_TOL["auto"],
+                        max_iter=defaults.DEFAULT_MAX_ITER["auto"],
+                        tol=defaults.DEFAULT_TOL["auto"],
                         random_state=seed,
                         max_rounds=r,
                     )

@@ -4,8 +4,8 @@ On ``ml-romance`` of ``benchmarks/_lca_suite.py`` (302 rows, 30 five-level items
 4: 483 parameters, 60 % of the ratings missing) the default ``method="auto"`` ends
 3-6 log-likelihood units below the best known optimum, and nearly every start ends at
 its own local maximum. This study runs, per case and seed and in one process, searches
-built on the library's batched machinery (``lc._as_source``, ``source.em_kernel(rank,
-"numba")``, ``batched_squarem_pmf_step``, ``lc._explore``, ``lc._build_starts``) and
+built on the library's batched machinery (``fit_source.as_source``, ``source.em_kernel(rank,
+"numba")``, ``batched_squarem_pmf_step``, ``ms._explore``, ``ms._build_starts``) and
 prints the best total log-likelihood each reached (the best few states of each search
 refined by SQUAREM-PMF to ``tol=1e-8``), its gap to the best of the run and its wall
 time, next to StepMix (``measurement="categorical_nan"``, ``n_init=20``, run as
@@ -18,7 +18,7 @@ Strategies (``--strategies``):
   30 refined; later rounds half basin hops (``MAX_ROUNDS`` rounds at most).
 * ``default-cross``: the default with half of its basin hops (later rounds) replaced
   by the class-level recombination of ``prior-cross`` below between two of the
-  ``N_ANCHORS`` best optima so far (the library's ``lc._build_starts`` wrapped while
+  ``N_ANCHORS`` best optima so far (the library's ``ms._build_starts`` wrapped while
   it runs); ``--anchors`` sets ``N_ANCHORS`` for it (default the library's 5).
 * ``small-em``: many cheap starts ("small EM", Biernacki, Celeux & Govaert 2003):
   ``--small-em-starts`` starts run 5 batched cycles, the best 10 % 20 more, the best
@@ -31,7 +31,7 @@ Strategies (``--strategies``):
   ``POOL`` best distinct optima (distinct: log-likelihoods more than 0.01 apart) of one
   round of 300 explored starts. Each iteration draws ``HOPS`` hops, each from a pool
   member drawn uniformly, moved a share U(0.05, 0.5) of the way to a uniform random
-  start (the hop of ``lc._perturbed``); all hops run ``C1`` batched cycles, the best
+  start (the hop of ``ms._perturbed``); all hops run ``C1`` batched cycles, the best
   ``KEEP`` run ``C2`` more and join the pool, which keeps its ``POOL`` best distinct
   members. ``ITERS`` iterations.
 * ``ils-member``: the same search with hops in membership space: the pool member's row
@@ -82,12 +82,21 @@ from _lca_suite import suite
 from mle_reliability import fit_stepmix
 from mle_search import timed
 
+from bayespmf.fit import defaults
 from bayespmf.fit import latent_class as lc
+from bayespmf.fit import multistart as ms
+from bayespmf.fit import source as fit_source
 from bayespmf.fit.em import run_em
 from bayespmf.kernels.em import init_random, normalize_blocks
 from bayespmf.kernels.squarem import batched_squarem_pmf_step
 from bayespmf.metrics import match_components
-from bayespmf.pmf import offsets_of, one_hot_design, split_factors, stack_factors
+from bayespmf.pmf import (
+    LatentClassParams,
+    offsets_of,
+    one_hot_design,
+    split_factors,
+    stack_factors,
+)
 
 #: Iterated local search: pool size, hops per iteration, cycles of every hop, hops
 #: kept, their further cycles, iterations, and non-improving iterations before a
@@ -114,7 +123,7 @@ class Problem:
 
     def __init__(self, case):
         self.case, self.rank = case, case.rank
-        self.source = lc._as_source(case.data, None)
+        self.source = fit_source.as_source(case.data, None)
         self.n_cat = np.asarray(self.source.n_categories)
         self.offsets = offsets_of(self.n_cat)
         self.kernel = self.source.em_kernel(self.rank, "numba")
@@ -168,8 +177,8 @@ class Problem:
             normalize_blocks(a, self.offsets),
             self.n_cat,
             accelerate="squarem",
-            max_iter=lc.DEFAULT_MAX_ITER["auto"],
-            tol=lc.DEFAULT_TOL["auto"],
+            max_iter=defaults.DEFAULT_MAX_ITER["auto"],
+            tol=defaults.DEFAULT_TOL["auto"],
             owner="mle_search_big",
             warn=False,
         )
@@ -180,7 +189,7 @@ class Problem:
         return max(self.refine(w[k], a[:, k]) for k in keep)
 
 
-def distinct(ll, n, tol=lc.OPTIMUM_LOGLIK_ATOL):
+def distinct(ll, n, tol=ms.OPTIMUM_LOGLIK_ATOL):
     """Indices of the ``n`` best entries of ``ll`` more than ``tol`` apart."""
     out: list[int] = []
     for i in np.argsort(-ll, kind="stable"):
@@ -238,15 +247,15 @@ def hop_cross_param(pb, pool, j, rng):
 # ----------------------------------------------------------------------- searches
 
 
-def explore_round(pb, rng, init="auto", n_init=lc.DEFAULT_N_INIT, alpha=0.0):
+def explore_round(pb, rng, init="auto", n_init=defaults.DEFAULT_N_INIT, alpha=0.0):
     """One round of starts, (smoothed EM,) 20 cycles; the best 30 run 80 more."""
-    starts, _ = lc._build_starts(pb.source, pb.rank, n_init, init, rng)
+    starts, _ = ms._build_starts(pb.source, pb.rank, n_init, init, rng)
     if alpha > 0:
         w, a = pb.prior_em(*pb.stack(starts), alpha, PRIOR_ITERS)
-        w, a, ll = pb.cycles(w, a, lc.EXPLORE_CYCLES)
+        w, a, ll = pb.cycles(w, a, ms.EXPLORE_CYCLES)
     else:
-        w, a, ll = lc._explore(pb.source, pb.rank, starts, lc.EXPLORE_CYCLES)
-    top = np.argsort(-ll, kind="stable")[: max(lc.MIN_REFINE, n_init // 10)]
+        w, a, ll = ms._explore(pb.source, pb.rank, starts, ms.EXPLORE_CYCLES)
+    top = np.argsort(-ll, kind="stable")[: max(ms.MIN_REFINE, n_init // 10)]
     return pb.cycles(w[top], a[:, top], 80)
 
 
@@ -258,7 +267,7 @@ def ils(pb, seed, hop, alpha=0.0, restart=0, iters=ITERS):
     for it in range(iters):
         keep = distinct(ll, POOL)
         w, a, ll = w[keep], a[:, keep], ll[keep]
-        if ll[0] > best_seen + lc.OPTIMUM_LOGLIK_ATOL:
+        if ll[0] > best_seen + ms.OPTIMUM_LOGLIK_ATOL:
             best_seen, last_gain = ll[0], it
         elif restart and it - last_gain >= restart:
             fw, fa, fl = explore_round(pb, rng, init="more", alpha=alpha)
@@ -280,8 +289,8 @@ def ils(pb, seed, hop, alpha=0.0, restart=0, iters=ITERS):
 
 def small_em(pb, seed, n_starts):
     rng = np.random.default_rng(seed)
-    starts, _ = lc._build_starts(pb.source, pb.rank, n_starts, "auto", rng)
-    w, a, ll = lc._explore(pb.source, pb.rank, starts, 5)
+    starts, _ = ms._build_starts(pb.source, pb.rank, n_starts, "auto", rng)
+    w, a, ll = ms._explore(pb.source, pb.rank, starts, 5)
     top = np.argsort(-ll, kind="stable")[: max(30, n_starts // 10)]
     w, a, ll = pb.cycles(w[top], a[:, top], 20)
     top = np.argsort(-ll, kind="stable")[:30]
@@ -292,7 +301,7 @@ def basin(pb, seed, n_starts, alpha):
     """Every start converged (170 batched cycles); the final log-likelihoods and kinds."""
     rng = np.random.default_rng(seed)
     starts = [
-        ("rows", lc.rows_start(pb.source.categorical(), pb.rank, rng))
+        ("rows", ms.rows_start(pb.source.categorical(), pb.rank, rng))
         if k % 2 == 0
         else ("random", init_random(pb.n_cat, pb.rank, rng))
         for k in range(n_starts)
@@ -318,7 +327,7 @@ def recombined(anchors, n_cat, rank, rng):
     child_w = np.where(take, np.asarray(q.weights)[perm], p.weights)
     eta = rng.uniform(0, 0.1)
     other = init_random(n_cat, rank, rng)
-    return lc.LatentClassParams(
+    return LatentClassParams(
         (1 - eta) * child_w / child_w.sum() + eta * other.weights,
         split_factors((1 - eta) * child_a + eta * stack_factors(other.factors), n_cat),
     )
@@ -326,7 +335,7 @@ def recombined(anchors, n_cat, rank, rng):
 
 def default_cross(case, seed, n_anchors):
     """``fit_latent_class`` with half of its basin hops replaced by recombinations."""
-    build, anchors_before = lc._build_starts, lc.N_ANCHORS
+    build, anchors_before = ms._build_starts, ms.N_ANCHORS
 
     def build_cross(source, rank, n_init, init, rng, anchors=()):
         starts, skipped = build(source, rank, n_init, init, rng, anchors)
@@ -340,11 +349,11 @@ def default_cross(case, seed, n_anchors):
             ]
         return starts, skipped
 
-    lc._build_starts, lc.N_ANCHORS = build_cross, n_anchors
+    ms._build_starts, ms.N_ANCHORS = build_cross, n_anchors
     try:
         return lc.fit_latent_class(case.data, case.rank, random_state=seed).loglik
     finally:
-        lc._build_starts, lc.N_ANCHORS = build, anchors_before
+        ms._build_starts, ms.N_ANCHORS = build, anchors_before
 
 
 def main():
@@ -358,7 +367,7 @@ def main():
         choices=STRATEGIES,
     )
     ap.add_argument("--iters", type=int, default=ITERS, help="ILS iterations")
-    ap.add_argument("--anchors", type=int, default=lc.N_ANCHORS, help="default-cross")
+    ap.add_argument("--anchors", type=int, default=ms.N_ANCHORS, help="default-cross")
     ap.add_argument("--small-em-starts", type=int, default=3000)
     ap.add_argument("--basin-starts", type=int, default=2000)
     ap.add_argument("--prior", action="store_true", help="basin: smoothed EM first")

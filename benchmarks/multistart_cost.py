@@ -23,9 +23,11 @@ import warnings
 
 import numpy as np
 
-import bayespmf.fit.latent_class as lc
 from bayespmf.datasets import load_car, load_votes, make_latent_class
-from bayespmf.fit.latent_class import DEFAULT_TOL, _as_source, fit_latent_class, multistart
+from bayespmf.fit import source as fit_source
+from bayespmf.fit.defaults import DEFAULT_TOL
+from bayespmf.fit.latent_class import fit_latent_class, multistart
+from bayespmf.fit.source import as_source
 
 
 def cases():
@@ -66,19 +68,19 @@ def collapse():
     """Default fit on weighted unique patterns vs on the expanded rows."""
     print("| data | rows | patterns | collapsed s | expanded s | ratio | loglik diff |")
     print("|---|---|---|---|---|---|---|")
-    share = lc.COLLAPSE_MAX_SHARE
+    share = fit_source.COLLAPSE_MAX_SHARE
     for name, data, rank in collapse_cases():
         n_pat = np.unique(np.asarray(data.codes), axis=0).shape[0]
         times, lls = {}, {}
         for label, limit in (("collapsed", share), ("expanded", -1.0)):
-            lc.COLLAPSE_MAX_SHARE = limit  # -1: never collapse
+            fit_source.COLLAPSE_MAX_SHARE = limit  # -1: never collapse
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 fit_latent_class(data, rank, random_state=0, n_init=8)  # warm-up
                 t0 = time.perf_counter()
                 fit = fit_latent_class(data, rank, random_state=0)
             times[label], lls[label] = time.perf_counter() - t0, fit.loglik
-        lc.COLLAPSE_MAX_SHARE = share
+        fit_source.COLLAPSE_MAX_SHARE = share
         print(
             f"| {name} | {data.n_samples} | {n_pat} | {times['collapsed']:.2f} | "
             f"{times['expanded']:.2f} | {times['collapsed'] / times['expanded']:.2f} | "
@@ -99,7 +101,7 @@ def main():
     print("| data | variant | refined | wall s | best loglik | reached best |")
     print("|---|---|---|---|---|---|")
     for name, data, rank in cases():
-        src = _as_source(data, None)
+        src = as_source(data, None)
         run(src, rank, 4)  # warm-up: compile once
         rows = [
             ("sequential", run(src, rank, args.n_init, explore_cycles=0)),

@@ -27,9 +27,9 @@ import pytest
 
 from bayespmf.datasets import make_latent_class
 from bayespmf.estimators import LatentClassPMF
-from bayespmf.fit import latent_class as lc
+from bayespmf.fit import multistart as ms
+from bayespmf.fit import source as fit_source
 from bayespmf.fit.latent_class import (
-    MEMORY_PER_ENTRY,
     InsufficientMemoryError,
     MemoryBudgetWarning,
     fit_latent_class,
@@ -37,6 +37,7 @@ from bayespmf.fit.latent_class import (
     multistart,
     rows_start,
 )
+from bayespmf.fit.memory import MEMORY_PER_ENTRY
 from bayespmf.kernels import cnmf as cnmf_kernel
 from bayespmf.marginals import pairwise as pairwise_mod
 from bayespmf.marginals import pairwise_marginals
@@ -44,7 +45,9 @@ from bayespmf.pmf import offsets_of
 
 
 def _budget(monkeypatch, n_bytes):
-    monkeypatch.setattr(lc, "available_memory", lambda: n_bytes)
+    from bayespmf.fit import memory
+
+    monkeypatch.setattr(memory, "available_memory", lambda: n_bytes)
 
 
 def _loglik(codes, weights, factors):
@@ -183,18 +186,18 @@ def test_auto_keeps_the_spectral_start_when_it_fits(monkeypatch):
 
 def test_exploration_runs_in_batches_that_fit(monkeypatch):
     data, _ = make_latent_class(400, [3, 4, 3, 2, 3, 4], rank=3, random_state=0)
-    source = lc._as_source(data, None)
+    source = fit_source.as_source(data, None)
     args = dict(n_init=30, init="random", max_iter=300, tol=1e-8, explore_cycles=4)
     whole = multistart(source, 3, random_state=0, **args)
     per_start = memory_estimate("auto", data.n_categories, 3, n_init=1)["exploration"]
     calls = []
-    batch = lc._explore_batch
+    batch = ms._explore_batch
 
     def spy(kernel, n_cat, starts, n_cycles, *rest):
         calls.append(len(starts))
         return batch(kernel, n_cat, starts, n_cycles, *rest)
 
-    monkeypatch.setattr(lc, "_explore_batch", spy)
+    monkeypatch.setattr(ms, "_explore_batch", spy)
     _budget(monkeypatch, 7 * per_start + per_start // 2)
     parts = multistart(source, 3, random_state=0, **args)
     assert calls == [7, 7, 7, 7, 2]
@@ -209,17 +212,17 @@ def test_exploration_runs_in_batches_that_fit(monkeypatch):
 
 def test_exploration_stops_once_every_start_is_stationary(monkeypatch):
     data, _ = make_latent_class(150, [2] * 300, rank=2, random_state=0)
-    source = lc._as_source(data, None)
-    starts = [("random", p) for p in lc.random_starts(data, 2, 12, random_state=0)]
+    source = fit_source.as_source(data, None)
+    starts = [("random", p) for p in ms.random_starts(data, 2, 12, random_state=0)]
     cycles = []
-    step = lc.batched_squarem_pmf_step
+    step = ms.batched_squarem_pmf_step
 
     def spy(*args):
         cycles.append(1)
         return step(*args)
 
-    monkeypatch.setattr(lc, "batched_squarem_pmf_step", spy)
-    w, a, loglik = lc._explore(source, 2, starts, 20)
+    monkeypatch.setattr(ms, "batched_squarem_pmf_step", spy)
+    w, a, loglik = ms._explore(source, 2, starts, 20)
     assert len(cycles) < 20
     # an independent check that they were stationary: one more EM map changes nothing
     kernel = source.em_kernel(2, "numba")
@@ -256,8 +259,8 @@ def _rows_start_reference(data, rank, rng):
         a = np.repeat(freq[:, None], rank, axis=1)
         for f, r in enumerate(seeds):
             if codes[r, n] >= 0:
-                a[:, f] *= lc.ROW_SEED_SMOOTHING
-                a[codes[r, n], f] += 1.0 - lc.ROW_SEED_SMOOTHING
+                a[:, f] *= ms.ROW_SEED_SMOOTHING
+                a[codes[r, n], f] += 1.0 - ms.ROW_SEED_SMOOTHING
         factors.append(a)
     return np.full(rank, 1.0 / rank), factors
 
@@ -268,7 +271,7 @@ def test_rows_start_equals_the_per_variable_loop():
         n_cat = rng.integers(2, 15, size=int(rng.integers(1, 10)))
         codes = rng.integers(0, n_cat, size=(int(rng.integers(1, 50)), n_cat.size))
         codes[rng.random(codes.shape) < 0.3] = -1
-        data = lc.CategoricalData(codes, n_cat)
+        data = ms.CategoricalData(codes, n_cat)
         rank = int(rng.integers(1, 5))
         w, factors = _rows_start_reference(data, rank, np.random.default_rng(trial))
         got = rows_start(data, rank, np.random.default_rng(trial))
@@ -396,25 +399,25 @@ def test_wide_gate_sits_above_every_shipped_data_set():
     ]
     for ds in sets:
         n_cat = ds.data.n_categories
-        assert int(np.sum(n_cat)) ** 2 < lc.WIDE_BLOCK_ENTRIES
-        assert lc._wide_data(n_cat) is None
+        assert int(np.sum(n_cat)) ** 2 < ms.WIDE_BLOCK_ENTRIES
+        assert ms._wide_data(n_cat) is None
     # the largest MovieLens alphabet (30 movies x every rating level) is still below
-    assert (30 * 10) ** 2 < lc.WIDE_BLOCK_ENTRIES
+    assert (30 * 10) ** 2 < ms.WIDE_BLOCK_ENTRIES
 
 
 def test_wide_gate_fires_on_wide_data_and_says_so(monkeypatch):
     data = _wide_case()  # 400 binary items: (sum I)^2 = 640,000 entries
     calls = []
-    spa = lc.cnmf_spa
+    spa = ms.cnmf_spa
 
     def spy(marginals, rank, **kwargs):
         calls.append(kwargs)
         return spa(marginals, rank, **kwargs)
 
-    monkeypatch.setattr(lc, "cnmf_spa", spy)
+    monkeypatch.setattr(ms, "cnmf_spa", spy)
     fit = fit_latent_class(data, 2, n_init=12, random_state=0)
     wide = fit.info["wide_data"]
-    assert wide["block_entries"] == 800**2 >= wide["threshold"] == lc.WIDE_BLOCK_ENTRIES
+    assert wide["block_entries"] == 800**2 >= wide["threshold"] == ms.WIDE_BLOCK_ENTRIES
     assert "WIDE_BLOCK_ENTRIES" in wide["reason"]
     assert [(c["selection"], c["n_splits"], c["batched"]) for c in calls] == [
         ("misfit", 0, True)
@@ -427,22 +430,22 @@ def test_wide_gate_does_not_fire_on_car_and_leaves_its_fit_unchanged(monkeypatch
     from bayespmf.datasets import load_car
 
     data = load_car().data
-    assert lc._wide_data(data.n_categories) is None
+    assert ms._wide_data(data.n_categories) is None
     calls = []
-    spa = lc.cnmf_spa
+    spa = ms.cnmf_spa
 
     def spy(marginals, rank, **kwargs):
         calls.append(kwargs)
         return spa(marginals, rank, **kwargs)
 
-    monkeypatch.setattr(lc, "cnmf_spa", spy)
-    with pytest.warns(lc.LocalOptimumWarning):  # 20 starts, rank 3: not replicated
+    monkeypatch.setattr(ms, "cnmf_spa", spy)
+    with pytest.warns(ms.LocalOptimumWarning):  # 20 starts, rank 3: not replicated
         fit = fit_latent_class(data, 3, n_init=20, random_state=0)
     assert "wide_data" not in fit.info
     assert calls == [{"random_state": calls[0]["random_state"]}]  # the default start
     # the same fit with the gate switched off, number for number
-    monkeypatch.setattr(lc, "WIDE_BLOCK_ENTRIES", float("inf"))
-    with pytest.warns(lc.LocalOptimumWarning):
+    monkeypatch.setattr(ms, "WIDE_BLOCK_ENTRIES", float("inf"))
+    with pytest.warns(ms.LocalOptimumWarning):
         ungated = fit_latent_class(data, 3, n_init=20, random_state=0)
     assert fit.loglik == ungated.loglik
     np.testing.assert_array_equal(fit.params.weights, ungated.params.weights)
@@ -454,9 +457,9 @@ def test_wide_gate_does_not_fire_on_car_and_leaves_its_fit_unchanged(monkeypatch
 @pytest.mark.parametrize("rank", [2, 3])
 def test_gated_fit_is_as_good_as_the_ungated_one(monkeypatch, rank):
     data = _wide_case(n_vars=60, n_rows=300, rank=rank, seed=1)
-    monkeypatch.setattr(lc, "WIDE_BLOCK_ENTRIES", float("inf"))
+    monkeypatch.setattr(ms, "WIDE_BLOCK_ENTRIES", float("inf"))
     ungated = fit_latent_class(data, rank, n_init=40, random_state=0)
-    monkeypatch.setattr(lc, "WIDE_BLOCK_ENTRIES", 120**2)  # this small case is "wide"
+    monkeypatch.setattr(ms, "WIDE_BLOCK_ENTRIES", 120**2)  # this small case is "wide"
     gated = fit_latent_class(data, rank, n_init=40, random_state=0)
     assert "wide_data" in gated.info and "wide_data" not in ungated.info
     assert gated.loglik >= ungated.loglik - 1e-6 * abs(ungated.loglik)
@@ -465,18 +468,18 @@ def test_gated_fit_is_as_good_as_the_ungated_one(monkeypatch, rank):
 
 def test_explore_each_start_leaves_when_stationary_or_behind(monkeypatch):
     data = _wide_case(n_vars=300, n_rows=150, rank=3)
-    source = lc._as_source(data, None)
-    starts = [("random", p) for p in lc.random_starts(data, 3, 12, random_state=0)]
-    together = lc._explore(source, 3, starts, 20)[2]
+    source = fit_source.as_source(data, None)
+    starts = [("random", p) for p in ms.random_starts(data, 3, 12, random_state=0)]
+    together = ms._explore(source, 3, starts, 20)[2]
     sizes = []
-    step = lc.batched_squarem_pmf_step
+    step = ms.batched_squarem_pmf_step
 
     def spy(em_step, w, a, n_cat):
         sizes.append(w.shape[0])
         return step(em_step, w, a, n_cat)
 
-    monkeypatch.setattr(lc, "batched_squarem_pmf_step", spy)
-    w, a, loglik = lc._explore(source, 3, starts, 20, keep=4)
+    monkeypatch.setattr(ms, "batched_squarem_pmf_step", spy)
+    w, a, loglik = ms._explore(source, 3, starts, 20, keep=4)
     assert sizes[0] == 12 and sum(sizes) < 12 * len(sizes)  # starts left the batch
     # some left far behind, before they were stationary (all together ran them on)
     assert np.sum(loglik < together - 1e-6 * np.abs(together)) >= 2

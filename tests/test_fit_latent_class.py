@@ -54,15 +54,15 @@ def rough():
 
 
 def test_default_adds_rounds_of_starts_while_the_best_is_not_replicated(rough, monkeypatch):
-    import bayespmf.fit.latent_class as lc
+    from bayespmf.fit import defaults
 
-    monkeypatch.setattr(lc, "DEFAULT_N_INIT", 20)  # small rounds: a few seconds
+    monkeypatch.setattr(defaults, "DEFAULT_N_INIT", 20)  # small rounds: a few seconds
     with pytest.warns(LocalOptimumWarning, match=r"n_init=20;"):  # explicit: one round
         one = fit_latent_class(rough, 4, random_state=1, n_init=20)
     assert one.info["rounds"] == 1
     with pytest.warns(LocalOptimumWarning, match="refined starts"):
         fit = fit_latent_class(rough, 4, random_state=1)
-    assert 1 < fit.info["rounds"] <= lc.MAX_ROUNDS
+    assert 1 < fit.info["rounds"] <= defaults.MAX_ROUNDS
     kinds = fit.info["starts"]
     assert len(kinds) == 20 * fit.info["rounds"] and "perturbed" in kinds
     assert kinds[:20] == one.info["starts"]  # the first round is the one-round fit

@@ -51,8 +51,13 @@ def test_scikit_learn_conventions():
     search = GridSearchCV(est, {"rank": [1, 2, 3]}, cv=3).fit(np.asarray(data.codes))
     # held-out log-likelihood picks a rank above the independence model
     assert search.best_params_["rank"] > 1
-    with pytest.raises(ValueError, match="'y' must be None"):
-        est.fit(data, [3] * data.n_variables)
+    with pytest.raises(ValueError, match=r"'y' is ignored.*one entry per row"):
+        est.fit(data, [3] * data.n_variables)  # an alphabet, passed positionally
+    # a target passed along (as a pipeline does) is ignored: the same fit as without
+    y = np.asarray(data.codes)[:, 0]
+    with_y = clone(est).set_params(rank=2).fit(data, y)
+    without = clone(est).set_params(rank=2).fit(data)
+    np.testing.assert_array_equal(with_y.weights_, without.weights_)
 
 
 @pytest.fixture(scope="module")

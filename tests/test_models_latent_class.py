@@ -20,12 +20,12 @@ from bayespmf.models import (
     initvals_from_params,
     latent_class_model,
     model_data,
+    pivot_model,
     posterior_class_proba,
     posterior_predict_proba,
     sample,
 )
 from bayespmf.models.latent_class import PivotLogRatio, factor_var_name
-from bayespmf.models.posterior import pivot_model
 
 
 @pytest.fixture(scope="module")
@@ -268,7 +268,8 @@ def test_fused_pivot_model_has_the_density_of_the_transforms(small, rng):
     from scipy.stats import dirichlet
 
     from bayespmf.models._pivot import LOGRATIOS_NAME, fused_pivot_model
-    from bayespmf.models.posterior import _pivot_transforms, _pivots
+    from bayespmf.models._pivot import pivot_transforms as _pivot_transforms
+    from bayespmf.models._pivot import pivots as _pivots
 
     data, truth = small
     model = freeze_dims_and_data(
@@ -320,7 +321,7 @@ def test_fused_pivot_model_only_for_plain_latent_class_models(small):
     from pymc.model.transform.optimization import freeze_dims_and_data
 
     from bayespmf.models._pivot import fused_pivot_model
-    from bayespmf.models.posterior import _pivots
+    from bayespmf.models._pivot import pivots as _pivots
 
     data, truth = small
     model = latent_class_model(data, 2)

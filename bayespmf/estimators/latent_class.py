@@ -67,6 +67,27 @@ class NotFittedError(SklearnNotFittedError):
     """
 
 
+def _check_ignored_y(y, data) -> None:
+    """Accept ``y`` that a scikit-learn tool passes along (one entry per row).
+
+    Anything else (e.g. an alphabet passed positionally, as ``fit(data, [3, 4])`` did
+    in earlier versions) is refused rather than silently ignored.
+    """
+    if y is None:
+        return
+    n_rows = getattr(data, "n_samples", None)
+    if n_rows is None:
+        n_rows = len(data) if hasattr(data, "__len__") else None
+    if np.ndim(y) == 1 and n_rows is not None and len(y) == n_rows:
+        return
+    raise ValueError(
+        f"LatentClassPMF.fit: 'y' is ignored (the model is unsupervised; predict any "
+        f"variable with predict(data, target)), and must be None or one entry per row "
+        f"({n_rows}); got {type(y).__name__} of shape {np.shape(y)}. To give alphabet "
+        "sizes, pass n_categories=... by keyword."
+    )
+
+
 class LatentClassPMF(BaseEstimator):
     """Low-rank (latent-class, naive Bayes) estimate of a joint PMF with missing data.
 
@@ -214,10 +235,12 @@ class LatentClassPMF(BaseEstimator):
             information and are ignored. A data source (e.g. from ``bayespmf.dask``)
             is passed to :func:`bayespmf.fit.fit_latent_class` as it is. A DataFrame is
             encoded by :meth:`CategoricalData.from_pandas` (labels kept).
-        y : None
-            Unused (scikit-learn convention: the model is unsupervised). A value is an
-            error, so that an alphabet passed positionally, as in earlier versions, is
-            not silently ignored: pass ``n_categories=`` by keyword.
+        y : None or array_like, shape (S,)
+            Ignored (scikit-learn convention: the model is unsupervised, and a
+            pipeline or a grid search passes the target along). One entry per row is
+            accepted and ignored; anything else is an error, so that an alphabet
+            passed positionally, as in earlier versions, is not silently ignored:
+            pass ``n_categories=`` by keyword.
         n_categories : sequence of int, optional
             Alphabet sizes (taken from ``data`` when it is a CategoricalData).
         sample_weight : array_like, shape (S,), optional
@@ -243,12 +266,7 @@ class LatentClassPMF(BaseEstimator):
             identified.
         """
         t0 = time.perf_counter()
-        if y is not None:
-            raise ValueError(
-                "LatentClassPMF.fit: 'y' must be None (the model is unsupervised; "
-                "predict any variable with predict(data, target)). To give alphabet "
-                "sizes, pass n_categories=... by keyword."
-            )
+        _check_ignored_y(y, data)
         if isinstance(data, pd.DataFrame):
             data = CategoricalData.from_pandas(data)
         result = fit_latent_class(

@@ -15,9 +15,9 @@ imported from there, not re-exported here, where ``ctd`` would hide the module
 
 from bayespmf.fit.bootstrap_lrt import bootstrap_lrt
 from bayespmf.fit.covariates import fit_latent_class_regression
+from bayespmf.fit.defaults import DEFAULT_N_INIT
 from bayespmf.fit.em import EMInfo, ad_em, fit_em, run_em
 from bayespmf.fit.latent_class import (
-    DEFAULT_N_INIT,
     METHODS,
     InMemorySource,
     InsufficientMemoryError,

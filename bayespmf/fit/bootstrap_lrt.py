@@ -32,13 +32,12 @@ from bayespmf._validation import (
 )
 from bayespmf.data import CategoricalData
 from bayespmf.fit.latent_class import (
-    LocalOptimumWarning,
-    check_sample_weight,
     fit_from_starts,
     fit_latent_class,
     max_identifiable_rank,
-    random_starts,
 )
+from bayespmf.fit.multistart import LocalOptimumWarning, random_starts
+from bayespmf.fit.source import check_sample_weight
 from bayespmf.pmf import LatentClassParams
 
 __all__ = [

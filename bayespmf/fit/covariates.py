@@ -32,13 +32,9 @@ from bayespmf._validation import (
     check_int,
     check_random_state,
 )
-from bayespmf.fit.latent_class import (
-    check_sample_weight,
-    fit_latent_class,
-    rescaled_fit,
-    unit_mean_weights,
-)
+from bayespmf.fit.latent_class import fit_latent_class, rescaled_fit
 from bayespmf.fit.loop import iterate, predicted_gain
+from bayespmf.fit.source import check_sample_weight, unit_mean_weights
 from bayespmf.kernels.covariates import (
     MAX_HALVINGS,
     NEWTON_STEPS,

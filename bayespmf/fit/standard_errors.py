@@ -41,11 +41,9 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.data import CategoricalData
-from bayespmf.fit.latent_class import (
-    check_sample_weight,
-    fit_from_starts,
-    random_starts,
-)
+from bayespmf.fit.latent_class import fit_from_starts
+from bayespmf.fit.multistart import random_starts
+from bayespmf.fit.source import check_sample_weight
 from bayespmf.pmf import (
     LatentClassParams,
     check_params,

@@ -1,25 +1,19 @@
 """PyMC model factories and posterior tools."""
 
+from bayespmf.models._binding import initvals_from_params
+from bayespmf.models._draws import posterior_params
+from bayespmf.models._labels import align_labels
+from bayespmf.models._pivot import pivot_model
 from bayespmf.models._sampling import check_sampler_args
 from bayespmf.models.averaging import (
     averaged_predict_proba,
     rank_weights,
     stacking_weights,
 )
+from bayespmf.models.diagnostics import convergence_summary
 from bayespmf.models.latent_class import LatentClassRows, latent_class_model, model_data
-from bayespmf.models.posterior import (
-    align_labels,
-    convergence_summary,
-    impute,
-    initvals_from_params,
-    model_family,
-    pivot_model,
-    posterior_class_proba,
-    posterior_params,
-    posterior_predict_proba,
-    sample,
-    select_rank,
-)
+from bayespmf.models.posterior import model_family, sample
+from bayespmf.models.predict import impute, posterior_class_proba, posterior_predict_proba
 from bayespmf.models.regression import (
     LatentClassRegressionRows,
     align_regression_labels,
@@ -28,6 +22,7 @@ from bayespmf.models.regression import (
     regression_initvals,
     sample_regression,
 )
+from bayespmf.models.selection import select_rank
 from bayespmf.models.simplex_nest import (
     align_vertices,
     initvals_from_vlad,

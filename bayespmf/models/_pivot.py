@@ -25,9 +25,12 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from scipy.special import gammaln
 
+from bayespmf.data import CategoricalData
 from bayespmf.kernels.pivot_numba import pivot_log_simplexes, pivot_log_simplexes_grad
+from bayespmf.models._binding import params_of
 from bayespmf.models._names import OBSERVED_NAME, category_dim, factor_var_name
 from bayespmf.models._rows import ClassSummedLoglik
+from bayespmf.models.latent_class import PivotLogRatio
 from bayespmf.pmf import offsets_of
 
 __all__ = [
@@ -38,6 +41,10 @@ __all__ = [
     "drop_logratios",
     "fused_pivot_model",
     "logratio_initvals",
+    "change_value_transforms",
+    "pivot_model",
+    "pivot_transforms",
+    "pivots",
 ]
 
 #: The free variable of :func:`fused_pivot_model` (dropped from the draws returned).
@@ -309,3 +316,100 @@ def drop_logratios(idata):
             ]
             idata[group] = ds.drop_dims(unused) if unused else ds
     return idata
+
+
+def pivot_model(model, point):
+    """The model with every simplex sampled as log-ratios to its largest entry.
+
+    The pivot of each simplex row (the weights, and each class's row of every
+    ``A_<name>``) is the entry largest in ``point``. Only the value transforms
+    change (``pymc.model.transform.conditioning.change_value_transforms``): the
+    model's density on the simplex, its variables and their names are the same, so
+    draws, ``initvals`` and the log-likelihood are unaffected. See
+    :class:`~bayespmf.models.latent_class.PivotLogRatio` for why it helps NUTS.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        From :func:`latent_class_model` (frozen or not).
+    point : LatentClassPMF, (weights, factors) or dict
+        A point estimate (e.g. the start of the chains).
+
+    Returns
+    -------
+    pymc.Model
+        A new model; ``model`` is unchanged.
+
+    Examples
+    --------
+    >>> from bayespmf.models import latent_class_model
+    >>> data = CategoricalData.from_codes([[0, 1], [1, 0]], 2, names=["a", "b"])
+    >>> model = latent_class_model(data, rank=2)
+    >>> point = ([0.3, 0.7], [np.array([[0.9, 0.2], [0.1, 0.8]])] * 2)
+    >>> new = pivot_model(model, point)
+    >>> new.rvs_to_transforms[new["A_a"]].pivot.tolist()
+    [0, 1]
+    """
+    return pivot_transforms(model, *pivots(model, point))
+
+
+def pivots(model, point) -> tuple[int, list[np.ndarray]]:
+    """The pivot of the weights and of each class's row of each ``A_n``: the largest."""
+    # names and sizes from the coordinates: a frozen model has no data container
+    names = [str(v) for v in model.coords["variable"]]
+    labels = [[str(c) for c in model.coords[category_dim(n)]] for n in names]
+    rank = len(model.coords["class"])
+    fake = CategoricalData(
+        np.zeros((1, len(names)), dtype=np.int64), [len(c) for c in labels], names, labels
+    )
+    params = params_of(point, fake, rank)
+    # factors are (I_n, F): the pivot of class f's row is argmax_i a[i, f]
+    factor_pivots = [np.argmax(np.asarray(a), axis=0) for a in params.factors]
+    return int(np.argmax(params.weights)), factor_pivots
+
+
+def pivot_transforms(model, weights_pivot, factor_pivots):
+    """``model`` with :class:`PivotLogRatio` value transforms at these pivots."""
+    names = [str(v) for v in model.coords["variable"]]
+    rank = len(model.coords["class"])
+    transforms = {"weights": PivotLogRatio(weights_pivot, rank)}
+    for name, piv in zip(names, factor_pivots, strict=True):
+        k = len(model.coords[category_dim(name)])
+        transforms[factor_var_name(name)] = PivotLogRatio(piv, k)
+    return change_value_transforms(model, transforms)
+
+
+def change_value_transforms(model, transforms: dict):
+    """``pymc.model.transform.conditioning.change_value_transforms`` for simplexes.
+
+    PyMC's version gives the new value variable the static shape of the variable
+    itself, which is wrong for a transform that drops an entry (a K-simplex has K - 1
+    free coordinates); here the value variable has the type of the transformed
+    value, as ``pm.Model`` creates it.
+    """
+    from pymc.model.fgraph import (
+        ModelFreeRV,
+        fgraph_from_model,
+        model_free_rv,
+        model_from_fgraph,
+    )
+    from pymc.pytensorf import toposort_replace
+    from pymc.util import get_transformed_name
+
+    fgraph, _ = fgraph_from_model(model)
+    replacements = []
+    for node in fgraph.apply_nodes:
+        if not isinstance(node.op, ModelFreeRV):
+            continue
+        [dummy_rv] = node.outputs
+        rv, _value = node.inputs
+        transform = transforms.get(node.op.name)
+        if transform is None:
+            continue
+        new_value = transform.forward(rv, *rv.owner.inputs).type()
+        new_value.name = get_transformed_name(node.op.name, transform)
+        replacements.append(
+            (dummy_rv, model_free_rv(rv, new_value, transform, node.op.name, *node.op.dims))
+        )
+    toposort_replace(fgraph, tuple(replacements))
+    return model_from_fgraph(fgraph, mutate_fgraph=True)

@@ -251,7 +251,7 @@ def averaged_predict_proba(idatas, weights, data, target, *, model_data=None) ->
     >>> averaged_predict_proba(fits, {1: 0.5, 2: 0.5}, data, "v", model_data=data)
     array([[0.6, 0.4]])
     """
-    from bayespmf.models.posterior import posterior_predict_proba
+    from bayespmf.models.predict import posterior_predict_proba
 
     if isinstance(idatas, Mapping):
         labels = list(idatas)

@@ -45,6 +45,7 @@ from bayespmf.models._names import (
 )
 from bayespmf.models._rows import class_summed_loglik, rows_signature, static_categories
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
+from bayespmf.models._start import INIT_JITTER, jitter_simplex
 from bayespmf.pmf import one_hot_design
 
 __all__ = [
@@ -72,16 +73,6 @@ COEF_FULL_NAME = "coef_full"
 
 #: Dimension of the non-reference classes (coordinates 1, ..., F-1).
 FREE_CLASS_DIM = "free_class"
-
-#: Entries of a starting simplex are clipped to at least this and renormalized: an exact
-#: zero maps to -inf under the simplex transform ("Bad initial energy",
-#: STACK-NOTES.md). The same value as ``bayespmf.models.posterior.INIT_CLIP``.
-INIT_CLIP = 1e-4
-
-#: Per-chain jitter of a start: the sd of the normal noise added to the coefficients and
-#: to the log of every simplex entry (as ``bayespmf.models.posterior.INIT_JITTER``):
-#: apart enough for r-hat to mean something, close enough to share the mode.
-INIT_JITTER = 0.05
 
 _OWNER = "latent_class_regression_model"
 
@@ -406,11 +397,6 @@ def _point_of(init, n_dim: int, n_cat, rank: int):
     return coef - coef[:, :1], factors
 
 
-def _clip_simplex(x, axis):
-    x = np.maximum(np.asarray(x, dtype=np.float64), INIT_CLIP)
-    return x / x.sum(axis=axis, keepdims=True)
-
-
 def regression_initvals(
     model, init, *, chains: int = 1, jitter: float = INIT_JITTER, random_state=None
 ) -> list[dict]:
@@ -451,11 +437,8 @@ def regression_initvals(
     out = []
     for _ in range(chains):
         start = {COEF_NAME: coef[:, 1:] + jitter * rng.standard_normal(coef[:, 1:].shape)}
-        for name, a in zip(names, factors, strict=True):
-            a = _clip_simplex(a.T, 1)  # (F, I_n), as the model's variable
-            start[factor_var_name(name)] = _clip_simplex(
-                a * np.exp(jitter * rng.standard_normal(a.shape)), 1
-            )
+        for name, a in zip(names, factors, strict=True):  # (F, I_n), as the model's
+            start[factor_var_name(name)] = jitter_simplex(a.T, 1, jitter, rng)
         out.append(start)
     return out
 

@@ -4,7 +4,7 @@ r"""The Dirichlet simplex nest as a PyMC model, sampled from a VLAD start and al
 Gaussian, Poisson or multinomial kernel; :func:`sample_simplex_nest` runs NUTS or ADVI
 from the VLAD estimate (jittered per chain); :func:`align_vertices` undoes vertex label
 switching draw by draw (Hungarian matching to a pivot), as
-:func:`bayespmf.models.posterior.align_labels` does for latent classes.
+:func:`bayespmf.models.align_labels` does for latent classes.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from bayespmf._validation import (
 )
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
 from bayespmf.models._sampling import check_sampler_args, run_sampler
+from bayespmf.models._start import INIT_CLIP, INIT_JITTER, clip_simplex, jitter_simplex
 
 __all__ = [
     "align_vertices",
@@ -47,14 +48,6 @@ TOPIC_CONCENTRATION = 1.0
 #: Prior of alpha when it is not given: LogNormal(0, 1.5), median 1, 95% in
 #: [0.05, 19] -- the range of the paper's experiments (alpha in [0.05, 10]).
 ALPHA_PRIOR_SIGMA = 1.5
-
-#: Entries of a simplex start are clipped to at least this and renormalized: an exact
-#: zero maps to -inf under the stick-breaking transform ("Bad initial energy").
-INIT_CLIP = 1e-4
-
-#: Per-chain jitter of a start: log scale for positive and simplex values, units of
-#: the feature's data sd for Gaussian vertices.
-INIT_JITTER = 0.05
 
 
 def is_simplex_nest_model(model) -> bool:
@@ -210,11 +203,6 @@ def simplex_nest_model(
     return model
 
 
-def _clip_simplex(x, axis):
-    x = np.maximum(np.asarray(x, dtype=float), INIT_CLIP)
-    return x / x.sum(axis=axis, keepdims=True)
-
-
 def _point_of(init, info: dict, random_seed) -> dict:
     """``vertices``, ``theta`` and (if known) ``alpha``/``sigma`` of a start."""
     from bayespmf.estimators.simplex import VLAD
@@ -293,9 +281,9 @@ def initvals_from_vlad(
     seed = int(rng.integers(2**31 - 1))
     point = _point_of(init, info, seed)
     X, kernel = info["X"], info["kernel"]
-    V, theta = point["vertices"], _clip_simplex(point["theta"], 1)
+    V, theta = point["vertices"], clip_simplex(point["theta"], 1)
     if kernel == "multinomial":
-        V = _clip_simplex(V, 1)
+        V = clip_simplex(V, 1)
     elif kernel == "poisson":
         V = np.maximum(V, INIT_CLIP * max(float(X.mean()), INIT_CLIP))
     free = {v.name for v in model.free_RVs}
@@ -306,13 +294,13 @@ def initvals_from_vlad(
         def z(shape):
             return rng.standard_normal(shape) * jitter
 
-        d = {"theta": _clip_simplex(theta * np.exp(z(theta.shape)), 1)}
+        d = {"theta": jitter_simplex(theta, 1, jitter, rng)}
         if kernel == "gaussian":
             d["vertices"] = V + z(V.shape) * np.where(sd > 0, sd, 1.0)
         elif kernel == "poisson":
             d["vertices"] = V * np.exp(z(V.shape))
         else:
-            d["vertices"] = _clip_simplex(V * np.exp(z(V.shape)), 1)
+            d["vertices"] = jitter_simplex(V, 1, jitter, rng)
         if "alpha" in free:
             d["alpha"] = float(point.get("alpha", 1.0)) * float(np.exp(z(())))
         if "sigma" in free:

@@ -1,0 +1,757 @@
+r"""The multi-start maximum-likelihood search of ``method="auto"`` and its optima.
+
+:func:`multistart` draws starts (the CNMF-SPA estimate, random ones, row seeds and,
+in later rounds, basin hops from the best optima so far), explores all of them at
+once for a few SQUAREM-PMF cycles (one batched EM map), refines the best to the
+tolerance, and reports the distinct optima (:func:`optima_table`), as poLCA and
+Mplus do; :func:`warn_optima` says when the best log-likelihood was not replicated
+(:class:`LocalOptimumWarning`). Its constants are read at call time, each with the
+measurement that chose it.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from bayespmf._validation import (
+    DataValidationError,
+    check_random_state,
+)
+from bayespmf.data import CategoricalData
+from bayespmf.fit import defaults, memory
+from bayespmf.fit.em import run_em
+from bayespmf.fit.loop import ROUNDOFF
+from bayespmf.fit.memory import MemoryBudgetWarning, format_gib, memory_estimate
+from bayespmf.kernels.cnmf import cnmf_spa
+from bayespmf.kernels.em import init_random, normalize_blocks
+from bayespmf.kernels.squarem import batched_squarem_pmf_step
+from bayespmf.pmf import (
+    LatentClassParams,
+    offsets_of,
+    split_factors,
+    stack_factors,
+)
+
+__all__ = [
+    "EXPLORE_CYCLES",
+    "INIT_FLOOR",
+    "LatentClassFit",
+    "LocalOptimumWarning",
+    "OPTIMUM_LOGLIK_ATOL",
+    "floor_params",
+    "multistart",
+    "optima_table",
+    "random_starts",
+    "rows_start",
+    "warn_optima",
+]
+
+
+#: Entries of a geometric estimate are floored at this value (then renormalized) before
+#: EM starts from it, and in the final estimates of the marginal-based methods: an exact
+#: zero is absorbing for EM and makes the likelihood of a row that needs it -inf, while
+#: 1e-6 is far below any probability the data resolve.
+INIT_FLOOR = 1e-6
+
+#: Two refined starts are the same optimum when their log-likelihoods differ by at
+#: most this (log-likelihood units; the precision the optima table reports). Within
+#: one optimum, parameters that differ (after label matching) by more than
+#: OPTIMUM_PARAM_ATOL are reported as a flat ridge (the table's ``spread``).
+OPTIMUM_LOGLIK_ATOL = 0.01
+
+OPTIMUM_PARAM_ATOL = 0.05
+
+#: Exploration of ``method="auto"``: every start runs this many SQUAREM-PMF cycles, all
+#: starts at once (one batched EM map), before the best REFINE_SHARE of them (at least
+#: MIN_REFINE) are refined to ``tol``. Measured on UCI Car, Votes and simulated binary
+#: items (30 starts each): after 20 cycles the starts that end at the best optimum
+#: ranked first; after 5-10 cycles some ranked 4th-22nd (Mplus's "STARTS = 20 4"
+#: practice, with the stage lengths chosen by that measurement).
+EXPLORE_CYCLES = 20
+
+REFINE_SHARE = 0.1
+
+MIN_REFINE = 4
+
+#: Wide data: at least this many entries ``(sum I)^2`` in the pairwise block matrix of
+#: the CNMF-SPA start. There ``"auto"`` (1) builds that start from the contiguous and
+#: interleaved candidate splits only (``n_splits=0``: 8 candidates, not 24), chooses
+#: the split by misfit (no bootstrap) and solves its NNLS problems batched
+#: (``cnmf_spa(selection="misfit", n_splits=0, batched=True)``), and (2) lets every
+#: start leave the exploration batch once it is stationary or cannot be among the
+#: refined ones (``_explore_each``), instead of all starts running until the last is
+#: stationary. The fit records it in ``info["wide_data"]``.
+#:
+#: Why there, measured (S = 200 binary items, F = 2, seed 0; 2 shared cores): the old
+#: spectral start cost 0.34 s at sum I = 400 (1.6e5 entries), 1.4 s at 800 (6.4e5) and
+#: 24 s at 4000 (1.6e7), growing with the entries while EM took 0.01-0.05 s; 2**19 (sum
+#: I >= 725) is where it reaches about a second. The shipped data sets and the
+#: benchmark cases (benchmarks/_lca_suite.py) stay far below: at most 2.25e4 entries
+#: (MovieLens, 30 movies of 5 rating levels; Mushroom 1.4e4), so their fits are
+#: unchanged. The start at 2000 items: 24 s with the bootstrap (8 replicates of 2e6
+#: pairs), 9.1 s by misfit, 5.4 s batched, 1.7 s from 8 candidates; the misfits of
+#: those 8 still differ 1.3-17x (a split without anchor rows shows), so the choice
+#: among them stays. Fit quality, the default with and without the gate at S in
+#: {200, 2000}, N in {500, 2000} binary items, F in {2, 3} (seed 0): the same best
+#: log-likelihood in all 8 cases (to the last digit), 1.5-6x faster (S = 200, N =
+#: 2000: 34 s -> 10 s; S = 2000, N = 2000, F = 3: 313 s -> 57 s).
+#: Set it to ``math.inf`` for the path without the gate (benchmarks/bench_wide.py).
+WIDE_BLOCK_ENTRIES = 2**19
+
+#: The options of the CNMF-SPA start on wide data (see WIDE_BLOCK_ENTRIES).
+WIDE_CNMF_SPA = {"selection": "misfit", "n_splits": 0, "batched": True}
+
+#: The best log-likelihood counts as *replicated* when at least MIN_BEST_STARTS refined
+#: independent starts (basin hops excluded), and at least MIN_BEST_SHARE of them,
+#: reached it (Mplus's rule is the first:
+#: "the best loglikelihood value has been replicated"; the share matters once many
+#: starts are refined). With the default ``n_init`` a best value that is not replicated,
+#: or that the last round raised, triggers another round of DEFAULT_N_INIT starts (half
+#: basin hops from the best optima so far), up to MAX_ROUNDS rounds; a best still not
+#: replicated, or still rising, then raises ``LocalOptimumWarning``. Measured on the
+#: suite of benchmarks/mle_reliability.py: the best of one round of 300 starts was
+#: reached by 2-30 of 30 refined starts on 11 cases and by 1 (and below the best known)
+#: on the two MovieLens subsets, whose likelihoods have a distinct optimum for nearly
+#: every start; there each round of hops raised the best by 0.3-16 units.
+MIN_BEST_STARTS = 2
+
+#: Later rounds of :func:`multistart` draw PERTURB_SHARE of their starts as basin hops
+#: from the N_ANCHORS best optima so far (each moved a share U(PERTURB_RANGE) of the way
+#: toward a uniform random start; iterated local search), the rest afresh.
+PERTURB_SHARE = 0.5
+
+N_ANCHORS = 5
+
+PERTURB_RANGE = (0.05, 0.5)
+
+MIN_BEST_SHARE = 0.05
+
+#: Weight of the data's one-way frequencies in a row-seeded start (rows_start): the
+#: seed row's observed categories get 1 - ROW_SEED_SMOOTHING of the mass, so every
+#: category stays possible in every class.
+ROW_SEED_SMOOTHING = 0.5
+
+
+class LocalOptimumWarning(UserWarning):
+    """The best log-likelihood was reached by too few starts: it may not be the MLE."""
+
+
+class LatentClassFit(NamedTuple):
+    """What :func:`~bayespmf.fit.fit_latent_class` returns.
+
+    Attributes
+    ----------
+    params : LatentClassParams
+        The estimate (for ``"auto"``: the best optimum).
+    loglik : float
+        Log-likelihood of ``params`` on the fitted rows (nan for methods that never
+        touch the rows, e.g. ``"cnmf-spa"`` on Dask data).
+    n_iter : int
+        Iterations of the iterative stage (for ``"auto"``: of the best start).
+    loglik_trace : ndarray
+        Objective after each iteration of the iterative stage (EM stages: total
+        log-likelihood), empty for methods without one.
+    converged : bool
+    info : dict
+        Details from the stages (e.g. the chosen CNMF-SPA split, every start's result).
+    optima : pandas.DataFrame or None
+        ``"auto"`` only: one row per distinct optimum, best first (:func:`optima_table`).
+    n_init_best : int or None
+        ``"auto"`` only: starts that reached the best optimum.
+    optima_params : list of LatentClassParams
+        ``"auto"`` only: the parameters of each row of ``optima``.
+    """
+
+    params: LatentClassParams
+    loglik: float
+    n_iter: int
+    loglik_trace: np.ndarray
+    converged: bool
+    info: dict
+    optima: pd.DataFrame | None = None
+    n_init_best: int | None = None
+    optima_params: list | None = None
+
+
+def floor_params(params: LatentClassParams, floor: float = INIT_FLOOR) -> LatentClassParams:
+    """Every entry at least ``floor``, then renormalized onto the simplex."""
+    w = np.maximum(params.weights, floor)
+    fs = [np.maximum(a, floor) for a in params.factors]
+    return LatentClassParams(w / w.sum(), [a / a.sum(axis=0, keepdims=True) for a in fs])
+
+
+def rows_start(data: CategoricalData, rank: int, random_state=None) -> LatentClassParams:
+    """A start seeded on ``rank`` rows chosen k-means++-style (D^2 sampling).
+
+    The first seed row is drawn uniformly; each next one with probability proportional
+    to the squared share of disagreeing entries (over the entries both observe) to its
+    nearest seed. Class ``f`` gets equal weight and, for each variable, the mixture
+    ``(1 - s) * onehot(seed_f) + s * frequencies`` with ``s = ROW_SEED_SMOOTHING`` (the
+    one-way frequencies alone where the seed row is missing).
+
+    Examples
+    --------
+    >>> d = CategoricalData([[0, 1], [1, 0], [0, 1], [1, 0]], [2, 2])
+    >>> p = rows_start(d, 2, random_state=0)
+    >>> [a.sum(axis=0).round(12).tolist() for a in p.factors]
+    [[1.0, 1.0], [1.0, 1.0]]
+    """
+    rng = check_random_state(random_state)
+    codes = np.asarray(data.codes)
+    n_cat = np.asarray(data.n_categories)
+    n_rows = codes.shape[0]
+    observed = codes >= 0
+    seeds = [int(rng.integers(n_rows))]
+    dist = np.full(n_rows, np.inf)
+    for _ in range(1, rank):
+        s = codes[seeds[-1]]
+        both = observed & (s >= 0)
+        n_both = both.sum(axis=1)
+        differ = (both & (codes != s)).sum(axis=1)
+        d = np.where(n_both > 0, differ / np.maximum(n_both, 1), 1.0)
+        dist = np.minimum(dist, d)
+        p = dist**2
+        total = p.sum()
+        # all rows identical to a seed: any row will do
+        seeds.append(
+            int(rng.choice(n_rows, p=p / total) if total > 0 else rng.integers(n_rows))
+        )
+    # all variables at once (stacked blocks): per variable, the one-way counts + 1
+    # over their sum (integers, so the sums are exact), then each seed's mixture
+    offsets = offsets_of(n_cat)
+    counts = np.bincount((codes + offsets[:-1])[observed], minlength=int(offsets[-1]))
+    counts = counts.astype(float) + 1.0
+    freq = counts / np.repeat(np.add.reduceat(counts, offsets[:-1]), n_cat)
+    a = np.repeat(freq[:, None], rank, axis=1)
+    for f, r in enumerate(seeds):
+        seen = codes[r] >= 0
+        rows = np.repeat(seen, n_cat)
+        a[rows, f] *= ROW_SEED_SMOOTHING
+        a[offsets[:-1][seen] + codes[r][seen], f] += 1.0 - ROW_SEED_SMOOTHING
+    return LatentClassParams(np.full(rank, 1.0 / rank), split_factors(a, n_cat))
+
+
+def random_starts(rows: CategoricalData, rank: int, n: int, random_state=None) -> list:
+    """``n`` random starts alternating row seeds (:func:`rows_start`) and uniform ones.
+
+    Examples
+    --------
+    >>> from bayespmf.datasets import make_latent_class
+    >>> data, _ = make_latent_class(100, [2, 3], rank=2, random_state=0)
+    >>> [p.weights.size for p in random_starts(data, 2, 3, random_state=0)]
+    [2, 2, 2]
+    """
+    rng = check_random_state(random_state)
+    return [
+        rows_start(rows, rank, rng)
+        if k % 2 == 0
+        else init_random(rows.n_categories, rank, rng)
+        for k in range(n)
+    ]
+
+
+def _match_distance(a: LatentClassParams, b: LatentClassParams) -> float:
+    """Largest parameter difference after matching b's classes to a's (Hungarian)."""
+    from bayespmf.metrics import match_components
+
+    sa, sb = stack_factors(a.factors), stack_factors(b.factors)
+    ta = np.vstack([sa, a.weights[None, :]])
+    tb = np.vstack([sb, b.weights[None, :]])
+    perm = match_components(tb, ta)
+    return float(np.max(np.abs(ta - tb[:, perm])))
+
+
+def optima_table(results, labels) -> tuple[pd.DataFrame, list, np.ndarray]:
+    """Group refined starts into distinct optima by their log-likelihoods.
+
+    Parameters
+    ----------
+    results : list of (LatentClassParams, loglik, converged)
+    labels : list of str
+        The kind of each start (e.g. ``"cnmf-spa"``, ``"random"``, ``"rows"``).
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per optimum, best first: ``loglik``, ``gap`` (to the best),
+        ``n_starts``, ``share`` (of the starts given), ``starts`` (their indices),
+        ``kinds``, ``converged`` (all of its starts converged) and ``spread``: the
+        largest parameter difference, after matching labels (Hungarian), between a
+        start and the optimum's first start. A spread above ``OPTIMUM_PARAM_ATOL``
+        means that different parameters reach the same likelihood (a flat ridge: the
+        parameters are weakly identified there).
+    params : list of LatentClassParams
+        The parameters of each optimum (of its best start).
+    group : ndarray of int
+        The optimum (row of ``table``) each start reached.
+
+    Notes
+    -----
+    Starts are the same optimum when their log-likelihoods differ by at most
+    ``OPTIMUM_LOGLIK_ATOL`` from the optimum's best start (label switching does not
+    change the likelihood).
+    """
+    order = sorted(range(len(results)), key=lambda i: -results[i][1])
+    reps: list[int] = []
+    group = np.empty(len(results), dtype=np.int64)
+    for i in order:
+        if reps and results[reps[-1]][1] - results[i][1] <= OPTIMUM_LOGLIK_ATOL:
+            group[i] = len(reps) - 1
+        else:
+            group[i] = len(reps)
+            reps.append(i)
+    best = results[reps[0]][1]
+    rows = []
+    for g, r in enumerate(reps):
+        members = np.flatnonzero(group == g)
+        spread = max(_match_distance(results[r][0], results[i][0]) for i in members)
+        rows.append(
+            {
+                "loglik": results[r][1],
+                "gap": best - results[r][1],
+                "n_starts": int(members.size),
+                "share": members.size / len(results),
+                "starts": members.tolist(),
+                "kinds": sorted({labels[i] for i in members}),
+                "converged": bool(all(results[i][2] for i in members)),
+                "spread": spread,
+            }
+        )
+    table = pd.DataFrame(rows)
+    table.index.name = "optimum"
+    return table, [results[r][0] for r in reps], group
+
+
+def _perturbed(anchor: LatentClassParams, n_cat, rank, rng) -> LatentClassParams:
+    """An optimum moved part of the way toward a random start (a basin hop)."""
+    eta = rng.uniform(*PERTURB_RANGE)
+    other = init_random(n_cat, rank, rng)
+    return LatentClassParams(
+        (1 - eta) * anchor.weights + eta * other.weights,
+        [
+            (1 - eta) * a + eta * b
+            for a, b in zip(anchor.factors, other.factors, strict=True)
+        ],
+    )
+
+
+def _wide_data(n_categories) -> dict | None:
+    """What ``"auto"`` changes on wide data (:data:`WIDE_BLOCK_ENTRIES`), or None."""
+    total = int(np.sum(n_categories))
+    if total**2 < WIDE_BLOCK_ENTRIES:
+        return None
+    return {
+        "reason": f"the pairwise block matrix has (sum of n_categories)^2 = {total**2} "
+        f"entries, at least WIDE_BLOCK_ENTRIES = {WIDE_BLOCK_ENTRIES}",
+        "block_entries": total**2,
+        "threshold": WIDE_BLOCK_ENTRIES,
+        "spectral_start": f"cnmf_spa options {WIDE_CNMF_SPA}",
+        "exploration": "each start stops once stationary or out of the refined share",
+    }
+
+
+def _build_starts(source, rank, n_init, init, rng, anchors=(), wide=None):
+    """The starts of ``"auto"`` and the kinds of start that could not be made.
+
+    ``anchors`` (later rounds): the best optima so far; PERTURB_SHARE of the starts
+    are random perturbations of them, cycling through the anchors. ``wide``: the
+    record of :func:`_wide_data` (the cheaper CNMF-SPA start), or None.
+    """
+    n_cat = source.n_categories
+    if isinstance(init, list | tuple):
+        return [("given", p) for p in init], {}
+    starts: list[tuple[str, Any]] = []
+    skipped: dict[str, str] = {}
+    rows = None
+    if anchors:
+        n_hops = int(PERTURB_SHARE * n_init)
+        starts += [
+            ("perturbed", _perturbed(anchors[i % len(anchors)], n_cat, rank, rng))
+            for i in range(n_hops)
+        ]
+    if init in ("auto", "more"):
+        need = memory_estimate("cnmf-spa", n_cat, rank)["pairwise marginals"]
+        budget = memory.available_memory()  # via the module: one place to patch
+        if init == "auto" and budget is not None and need > budget:
+            skipped["cnmf-spa"] = (
+                f"its pairwise marginals would need about {format_gib(need)} (sum of "
+                f"n_categories = {int(np.sum(n_cat))}), more than the {format_gib(budget)} "
+                "of memory available"
+            )
+            warnings.warn(
+                f"fit_latent_class(method='auto'): the CNMF-SPA start was left out: "
+                f"{skipped['cnmf-spa']}. The fit runs EM (SQUAREM-PMF) from the random "
+                "and row-seeded starts only.",
+                MemoryBudgetWarning,
+                stacklevel=4,
+            )
+        elif init == "auto":  # CNMF-SPA: in the first round only ("more": later rounds)
+            fast = WIDE_CNMF_SPA if wide else {}
+            try:
+                spa, _ = cnmf_spa(
+                    source.pairwise_marginals(), rank, random_state=rng, **fast
+                )
+                starts.append(("cnmf-spa", floor_params(spa)))
+            except ValueError as err:  # e.g. a rank beyond CNMF-SPA's split bound
+                skipped["cnmf-spa"] = str(err)
+        try:
+            rows = source.categorical()
+        except DataValidationError as err:  # rows not in memory (Dask)
+            skipped["rows"] = str(err)
+    while len(starts) < n_init:
+        if rows is not None and len(starts) % 2 == 0:
+            starts.append(("rows", rows_start(rows, rank, rng)))
+        else:
+            starts.append(("random", init_random(n_cat, rank, rng)))
+    return starts[:n_init], skipped
+
+
+def _explore(source, rank, starts, n_cycles, keep=None):
+    """Advance every start by ``n_cycles`` batched SQUAREM-PMF cycles.
+
+    Returns the stacked states ``(weights (K, F), factors (P, K, F))`` and each
+    start's log-likelihood after the last cycle's first map (non-decreasing).
+
+    The cycles stop early once a whole cycle changed no start's log-likelihood by more
+    than rounding (``ROUNDOFF``, the converged test of :mod:`bayespmf.fit.loop`):
+    every start is then at an EM fixed point and further cycles cannot reorder them
+    (wide, well-separated data: 2000 binary items reach it after 6 of 20 cycles).
+    With ``keep`` (wide data, :data:`WIDE_BLOCK_ENTRIES`: the number of starts that
+    will be refined) each start leaves the batch on its own, keeping its state, once it
+    is stationary or cannot be among the ``keep`` best (:func:`_explore_each`).
+
+    When the arrays of all starts at once would not fit in the available memory
+    (:func:`memory_estimate`'s ``"exploration"``), the starts run in batches that do,
+    each batch to the same rule.
+    """
+    n_cat = source.n_categories
+    kernel = source.em_kernel(rank, "numba")
+    budget = memory.available_memory()  # via the module: one place to patch
+    per_start = memory_estimate("auto", n_cat, rank, n_init=1)["exploration"]
+    size = len(starts)
+    if budget is not None:
+        size = max(1, min(size, budget // per_start))
+    if size == len(starts):
+        return _explore_batch(kernel, n_cat, starts, n_cycles, keep)
+    parts = [
+        _explore_batch(kernel, n_cat, starts[i : i + size], n_cycles, keep)
+        for i in range(0, len(starts), size)
+    ]
+    return (
+        np.concatenate([w for w, _, _ in parts]),
+        np.concatenate([a for _, a, _ in parts], axis=1),
+        np.concatenate([ll for _, _, ll in parts]),
+    )
+
+
+def _explore_batch(kernel, n_cat, starts, n_cycles, keep=None):
+    """:func:`_explore` of one batch of starts."""
+    w = np.stack([np.asarray(p.weights, dtype=float) for _, p in starts])
+    a = np.stack([stack_factors(p.factors) for _, p in starts], axis=1)
+    loglik = np.full(len(starts), -np.inf)
+    if keep is not None:
+        return _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep)
+    for _ in range(n_cycles):
+        before = loglik
+        w, a, loglik, _ = batched_squarem_pmf_step(kernel.step, w, a, n_cat)
+        with np.errstate(invalid="ignore"):
+            change = np.abs(loglik - before)
+        if np.all(change <= ROUNDOFF * np.maximum(np.abs(loglik), 1.0)):
+            break
+    return w, a, loglik
+
+
+def _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep):
+    """:func:`_explore_batch` where each start leaves the batch on its own (wide data).
+
+    A start leaves, keeping the state of that cycle, after the first cycle that
+
+    * is stationary for it: its log-likelihood changed by no more than rounding since
+      the last cycle, or over the cycle's first EM map (the second map of
+      :func:`~bayespmf.kernels.squarem.batched_squarem_pmf_step` reports the
+      log-likelihood of the first one's result; the start was then already at an EM
+      fixed point, which saves the confirming cycle), or
+    * leaves it out of the ``keep`` best: it trails the ``keep``-th best
+      log-likelihood of the batch (which can only rise) by more than its gain over
+      the cycle times the cycles left. EM's gains shrink as a start converges, so
+      this extrapolation overstates what it can still gain (a start escaping a
+      saddle, whose gains grow again, is the exception the old rule would have let
+      climb).
+
+    Measured at seed 0, 300 starts (benchmarks/bench_wide.py): 2000 binary items,
+    S = 200, F = 2: 280 starts were stationary after the 2nd cycle, and the batched
+    maps covered 623 start-cycles instead of 2100 (all starts until the last was
+    stationary); 500 items, S = 2000, F = 3: 66 starts crawled 11,000 units below the
+    30th best, gaining 100-160 a cycle then about 1, and ran all 20 cycles (47 % of the
+    exploration's time) before they could be left out. A NaN change (a start at -inf)
+    leaves on neither count, as in the test of all starts together.
+    """
+    active = np.arange(w.shape[0])
+    rank_of_keep = max(w.shape[0] - keep, 0)  # the keep-th best in ascending order
+    maps: list = []
+
+    def step(weights, factors):
+        out = kernel.step(weights, factors)
+        maps.append(out[2])
+        return out
+
+    for cycle in range(n_cycles):
+        maps.clear()
+        w_new, a_new, ll, _ = batched_squarem_pmf_step(step, w[active], a[:, active], n_cat)
+        with np.errstate(invalid="ignore"):
+            gain = ll - loglik[active]
+            change = np.minimum(np.abs(gain), np.abs(maps[1] - ll))
+            w[active], a[:, active], loglik[active] = w_new, a_new, ll
+            bar = np.partition(loglik, rank_of_keep)[rank_of_keep]
+            behind = ll + (n_cycles - 1 - cycle) * gain < bar
+        stationary = change <= ROUNDOFF * np.maximum(np.abs(ll), 1.0)
+        active = active[~(stationary | behind)]
+        if active.size == 0:
+            break
+    return w, a, loglik
+
+
+def _replicated(logliks, kinds) -> tuple[int, int]:
+    """Independent starts at the best log-likelihood, and how many replication asks for.
+
+    Basin hops (kind ``"perturbed"``) start next to optima already found, so only the
+    other starts count as independent evidence.
+    """
+    logliks = np.asarray(logliks, dtype=float)
+    independent = np.array([kind != "perturbed" for kind in kinds])
+    at_best = logliks >= logliks.max() - OPTIMUM_LOGLIK_ATOL
+    n_best = int(np.sum(at_best & independent))
+    return n_best, max(MIN_BEST_STARTS, math.ceil(MIN_BEST_SHARE * independent.sum()))
+
+
+def multistart(
+    source,
+    rank: int,
+    *,
+    n_init: int | None = None,
+    init="auto",
+    max_iter: int,
+    tol: float,
+    random_state=None,
+    backend: str = "auto",
+    progressbar: bool = False,
+    explore_cycles: int = EXPLORE_CYCLES,
+    n_refine: int | None = None,
+    max_rounds: int = 1,
+) -> LatentClassFit:
+    """The maximum-likelihood estimate from several starts (``method="auto"``).
+
+    Parameters
+    ----------
+    source : data source
+        See :func:`~bayespmf.fit.fit_latent_class`.
+    rank : int
+    n_init : int, optional
+        Number of starts (of each round); default
+        :data:`~bayespmf.fit.defaults.DEFAULT_N_INIT`.
+    init : "auto", "random" or list of LatentClassParams
+        ``"auto"``: the CNMF-SPA estimate (when it can be computed at this rank and
+        its pairwise marginals fit in the available memory), then random starts
+        alternating between row seeds (:func:`rows_start`; in-memory data only) and
+        RAND-EM's uniform start
+        (:func:`bayespmf.kernels.em.init_random`); ``"random"``: uniform random
+        starts only; a list: these starts (then ``n_init`` is their number and there
+        is one round).
+    max_iter, tol : int, float
+        Of every refined start's SQUAREM-PMF run.
+    random_state : None, int or numpy.random.Generator
+        Seeds the random starts (and CNMF-SPA's split search).
+    backend : str
+        Of the EM map of the refinement (:func:`bayespmf.kernels.em.build_em_kernel`).
+    progressbar : bool
+    explore_cycles : int, default EXPLORE_CYCLES
+        Batched SQUAREM-PMF cycles of every start before the cut; 0 refines every start
+        (no exploration stage).
+    n_refine : int, optional
+        Starts refined after exploration, per round (default ``max(MIN_REFINE,
+        REFINE_SHARE * n_init)``).
+    max_rounds : int, default 1
+        Rounds of ``n_init`` starts at most: another round runs while the best
+        log-likelihood is not replicated (fewer than ``max(MIN_BEST_STARTS,
+        MIN_BEST_SHARE * refined)`` refined starts reached it) or the last round raised
+        it. The CNMF-SPA start is in the first round only; in later rounds
+        ``PERTURB_SHARE`` of the starts are basin hops from the ``N_ANCHORS`` best
+        optima so far (iterated local search), the rest fresh random starts.
+
+    Returns
+    -------
+    LatentClassFit
+        ``info["rounds"]`` is the number of rounds run; start indices (``optima``'s
+        ``starts``, ``info["refined"]``) count across rounds. On wide data
+        (:data:`WIDE_BLOCK_ENTRIES`) ``info["wide_data"]`` says why and what changed:
+        a cheaper CNMF-SPA start, and every start leaving the exploration once it is
+        stationary.
+
+    Notes
+    -----
+    Two stages (Mplus's initial and final stage optimizations): all starts run
+    ``EXPLORE_CYCLES`` cycles of SQUAREM-PMF together, in one batched EM map
+    (:class:`~bayespmf.kernels.em.NumbaEMKernel`; in-memory data), then the best
+    ``max(MIN_REFINE, REFINE_SHARE * n_init)`` are refined one by one to ``tol`` with
+    SQUAREM-PMF (:func:`bayespmf.fit.em.run_em`) and grouped into distinct optima
+    (:func:`optima_table`). Without rows in memory every start is refined. Unlike
+    Mplus, which asks the user to rerun with more starts when the best value is not
+    replicated, ``max_rounds > 1`` adds the starts itself.
+    """
+    from bayespmf._progress import progress_bar
+
+    rng = check_random_state(random_state)
+    n_init = defaults.DEFAULT_N_INIT if n_init is None else n_init
+    if isinstance(init, list | tuple):
+        max_rounds = 1
+    n_cat = source.n_categories
+    offsets = offsets_of(n_cat)
+    kernel = source.em_kernel(rank, backend)
+    wide = _wide_data(n_cat)
+    kinds, explored, refine, results, infos = [], [], [], [], []
+    skipped: dict[str, str] = {}
+    rounds, best_before, improved = 0, -np.inf, False
+    while rounds < max_rounds:
+        round_init = "more" if rounds and init == "auto" else init
+        anchors = []
+        if rounds:
+            _, anchors, _ = optima_table(results, ["refined"] * len(results))
+        starts, skip = _build_starts(
+            source, rank, n_init, round_init, rng, anchors[:N_ANCHORS], wide
+        )
+        skipped.update(skip)
+        offset = len(kinds)
+        kinds += [kind for kind, _ in starts]
+        cut = n_refine
+        if cut is None:
+            cut = max(MIN_REFINE, math.ceil(REFINE_SHARE * len(starts)))
+        chosen = list(range(len(starts)))
+        explore = getattr(source, "batched", False) and explore_cycles > 0
+        if explore and len(starts) > cut:
+            w, a, explore_loglik = _explore(
+                source, rank, starts, explore_cycles, keep=None if wide is None else cut
+            )
+            explored.append(explore_loglik)
+            chosen = sorted(np.argsort(-explore_loglik, kind="stable")[:cut].tolist())
+            # the chosen starts' states only (2000 items: 300 x 2000 blocks otherwise)
+            states = {k: (w[k], normalize_blocks(a[:, k], offsets)) for k in chosen}
+        else:
+            states = {
+                k: (np.asarray(p.weights, float), stack_factors(p.factors))
+                for k, (_, p) in enumerate(starts)
+            }
+        desc = "starts" if rounds == 0 else f"starts (round {rounds + 1})"
+        with progress_bar(len(chosen), desc, enabled=progressbar) as bar:
+            for k in chosen:
+                w, a = states[k]
+                params, info = run_em(
+                    kernel,
+                    w / w.sum(),
+                    a,
+                    n_cat,
+                    accelerate="squarem",
+                    max_iter=max_iter,
+                    tol=tol,
+                    owner="fit_latent_class",
+                    warn=False,
+                )
+                results.append((params, info.loglik, info.converged))
+                infos.append(info)
+                refine.append(offset + k)
+                bar.update()
+                bar.set_postfix(best=max(r[1] for r in results))
+        rounds += 1
+        best_now = max(r[1] for r in results)
+        improved = rounds > 1 and best_now > best_before + OPTIMUM_LOGLIK_ATOL
+        best_before = best_now
+        n_best, need = _replicated([r[1] for r in results], [kinds[k] for k in refine])
+        if n_best >= need and not improved:
+            break
+    labels = [kinds[k] for k in refine]
+    table, optima_params, group = optima_table(results, labels)
+    table["starts"] = [[refine[i] for i in members] for members in table["starts"]]
+    best = int(
+        np.flatnonzero(group == 0)[
+            np.argmax([results[i][1] for i in np.flatnonzero(group == 0)])
+        ]
+    )
+    info = {
+        "starts": kinds,
+        "rounds": rounds,
+        "improved_last_round": improved,
+        "explore_loglik": np.concatenate(explored) if explored else None,
+        "refined": np.asarray(refine),
+        "refined_loglik": np.array([r[1] for r in results]),
+        "refined_n_iter": np.array([i.n_iter for i in infos]),
+        "refined_n_evals": np.array([i.n_evals for i in infos]),
+        "refined_converged": np.array([i.converged for i in infos]),
+        "refined_optimum": group,
+        "skipped_starts": skipped,
+        "em": infos[best],
+    }
+    if wide is not None:
+        info["wide_data"] = wide
+    return LatentClassFit(
+        params=results[best][0],
+        loglik=float(results[best][1]),
+        n_iter=int(infos[best].n_iter),
+        loglik_trace=np.asarray(infos[best].loglik_trace, dtype=float),
+        converged=bool(infos[best].converged),
+        info=info,
+        optima=table,
+        n_init_best=int(table["n_starts"].iloc[0]),
+        optima_params=optima_params,
+    )
+
+
+def warn_optima(result: LatentClassFit, n_init: int, owner: str, scale=1.0) -> None:
+    """Warn when ``"auto"``'s best optimum is not replicated.
+
+    ``result`` is on weights of mean 1; ``scale`` puts the numbers in the message on
+    the caller's (:func:`rescaled_fit`).
+    """
+    best = result.loglik * scale
+    table = result.optima
+    n_refined = int(table["n_starts"].sum())
+    if n_refined < 2:
+        return
+    kinds = [result.info["starts"][k] for k in result.info["refined"]]
+    n_best, need = _replicated(result.info["refined_loglik"], kinds)
+    rounds = result.info.get("rounds", 1)
+    if result.info.get("improved_last_round", False):
+        warnings.warn(
+            f"{owner}: the best log-likelihood ({best:.6g}) was still rising "
+            f"in the last of {rounds} rounds of n_init={n_init} starts (reached by "
+            f"{n_best} independent of the {n_refined} refined starts; {len(table)} "
+            "distinct optima): the likelihood has many local maxima and this may not "
+            f"be the maximum. Refit with a larger n_init (e.g. {4 * n_init * rounds}) and "
+            "compare, or consider a smaller rank.",
+            LocalOptimumWarning,
+            stacklevel=3,
+        )
+    elif n_best < need:
+        second = (
+            f"; the next optimum is {table['gap'].iloc[1] * scale:.3g} log-likelihood "
+            "units lower"
+            if len(table) > 1
+            else ""
+        )
+        runs = (
+            f"{rounds} rounds of n_init={n_init}, basin hops not counted"
+            if rounds > 1
+            else f"n_init={n_init}"
+        )
+        warnings.warn(
+            f"{owner}: the best log-likelihood ({best:.6g}) was reached by "
+            f"{n_best} of the {n_refined} refined starts ({runs}; {len(table)} distinct "
+            f"optima{second}), fewer than the {need} that count as replicated. It may "
+            f"not be the maximum likelihood: refit with a larger n_init (e.g. "
+            f"{4 * n_init * rounds}) and compare.",
+            LocalOptimumWarning,
+            stacklevel=3,
+        )

@@ -1,0 +1,187 @@
+"""Data sources of a latent-class fit: rows in memory, weighted or not.
+
+:func:`bayespmf.fit.fit_latent_class` runs on a *data source*: an object with
+``n_categories``, ``names``, ``categories`` and the passes a method needs
+(``pairwise_marginals()``, ``triple_marginals()``, ``categorical()``,
+``em_kernel(rank, backend)``). :class:`InMemorySource` holds rows in memory;
+``bayespmf.dask`` supplies one over chunked arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayespmf._validation import DataValidationError, as_codes
+from bayespmf.data import CategoricalData
+from bayespmf.kernels.em import build_em_kernel
+
+__all__ = [
+    "COLLAPSE_MAX_SHARE",
+    "InMemorySource",
+    "as_source",
+    "check_sample_weight",
+    "unit_mean_weights",
+]
+
+
+#: Duplicate rows are collapsed into weighted response patterns for the EM map when
+#: the patterns number at most this share of the rows (below it the pass over fewer
+#: rows more than pays for np.unique; benchmarks/multistart_cost.py).
+COLLAPSE_MAX_SHARE = 0.8
+
+
+class InMemorySource:
+    """The data passes of :func:`~bayespmf.fit.fit_latent_class` on in-memory codes.
+
+    ``bayespmf.dask`` supplies the same methods over chunked data, so every estimation
+    method runs the same stages whatever holds the rows.
+
+    Rows may carry weights (``row_weight``: frequencies or survey weights). For the EM
+    map, duplicate rows are collapsed into unique response patterns weighted by their
+    total weight when the patterns number at most ``COLLAPSE_MAX_SHARE`` of the rows:
+    the same log-likelihood and EM iterates (up to summation order) from fewer rows.
+    """
+
+    #: Its EM kernel takes many starts at once (multi-start exploration).
+    batched = True
+
+    #: The caller's weights are ``row_weight * weight_scale`` (``row_weight`` has mean
+    #: 1: see :func:`unit_mean_weights`); the fit's log-likelihoods are multiplied back.
+    weight_scale = 1.0
+
+    def __init__(self, codes, n_categories, names=None, categories=None, row_weight=None):
+        self.codes = codes
+        self.n_categories = np.asarray(n_categories, dtype=np.int64)
+        self.names, self.categories = names, categories
+        self.row_weight = row_weight
+        self._patterns = None
+
+    def patterns(self):
+        """``(codes, weight)`` the EM map runs over: unique patterns when that pays.
+
+        ``weight`` is None for unweighted rows that are not collapsed.
+        """
+        if self._patterns is None:
+            uniq, inverse = np.unique(self.codes, axis=0, return_inverse=True)
+            w = np.ones(self.codes.shape[0]) if self.row_weight is None else self.row_weight
+            if uniq.shape[0] <= COLLAPSE_MAX_SHARE * self.codes.shape[0]:
+                counts = np.bincount(inverse.ravel(), weights=w, minlength=uniq.shape[0])
+                self._patterns = (uniq, counts)
+            else:
+                self._patterns = (self.codes, self.row_weight)
+        return self._patterns
+
+    def pairwise_marginals(self):
+        """Empirical pairwise marginals of all variable pairs.
+
+        Weighted, the lightest row counts as one observation in the pair counts
+        (CNMF-SPA's ``min_count`` and the sample sizes of its bootstrap): the same for
+        every scale of the weights, and pattern frequencies (least count 1) give the
+        counts of the expanded rows.
+        """
+        from bayespmf.marginals import pairwise_marginals
+
+        weight = self.row_weight
+        if weight is not None:
+            weight = weight / weight.min()
+        return pairwise_marginals(self.codes, self.n_categories, sample_weight=weight)
+
+    def triple_marginals(self):
+        """Empirical triple marginals of all variable triples."""
+        from bayespmf.marginals import triple_marginals
+
+        return triple_marginals(self.codes, self.n_categories)
+
+    def categorical(self) -> CategoricalData:
+        """The rows themselves (for kernels that need them: JUROR, AD-EM, row seeds)."""
+        return CategoricalData(self.codes, self.n_categories)
+
+    def em_kernel(self, rank: int, backend: str = "auto"):
+        """The EM map of these rows (:func:`bayespmf.kernels.em.build_em_kernel`)."""
+        if backend in ("auto", "numba"):
+            codes, weight = self.patterns()
+        else:  # only the numba kernel takes weights; it refuses them otherwise
+            codes, weight = self.codes, self.row_weight
+        return build_em_kernel(
+            codes, self.n_categories, rank, backend=backend, row_weight=weight
+        )
+
+
+def check_sample_weight(sample_weight, n_rows: int, owner: str) -> np.ndarray:
+    """A float copy of ``sample_weight``: 1-D, one finite weight >= 0 per row, sum > 0."""
+    try:
+        w = np.array(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise DataValidationError(
+            f"The 'sample_weight' parameter of {owner} must be numbers, one per row. "
+            f"Could not convert it: {err}"
+        ) from err
+    if w.ndim != 1 or w.shape[0] != n_rows:
+        raise DataValidationError(
+            f"The 'sample_weight' parameter of {owner} must have one entry per row of "
+            f"'data' ({n_rows}); got shape {w.shape}."
+        )
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        raise DataValidationError(
+            f"The 'sample_weight' parameter of {owner} must be finite and >= 0; rows "
+            f"{np.flatnonzero(bad)[:5].tolist()} are not (e.g. {w[bad][0]!r})."
+        )
+    if not w.sum() > 0:
+        raise DataValidationError(
+            f"The 'sample_weight' parameter of {owner} sums to 0: nothing to fit."
+        )
+    return w
+
+
+def as_source(data, n_categories, sample_weight=None, owner="fit_latent_class"):
+    """``data`` as a data source: a source as it is, else rows in memory.
+
+    Entirely missing rows (and rows of weight 0) are dropped; weights are scaled to
+    mean 1 (:func:`unit_mean_weights`), the scale kept in ``weight_scale``.
+    """
+    if hasattr(data, "em_kernel") and hasattr(data, "pairwise_marginals"):
+        if sample_weight is not None:
+            raise ValueError(
+                f"{owner}: 'sample_weight' is not supported for a data source; put "
+                "the weights in the source."
+            )
+        return data
+    codes, n_cat = as_codes(data, n_categories, name="data")
+    weight = None
+    if sample_weight is not None:
+        weight = check_sample_weight(sample_weight, codes.shape[0], owner)
+    keep = (codes >= 0).any(axis=1)
+    if weight is not None:
+        keep &= weight > 0
+    if not keep.any():
+        raise DataValidationError(
+            "Every row of 'data' is entirely missing (or has weight 0); there is "
+            "nothing to fit."
+        )
+    if not keep.all():
+        codes = codes[keep]
+        weight = None if weight is None else weight[keep]
+    scale = 1.0
+    if weight is not None:
+        weight, scale = unit_mean_weights(weight)
+    names = getattr(data, "names", None) if isinstance(data, CategoricalData) else None
+    cats = getattr(data, "categories", None) if isinstance(data, CategoricalData) else None
+    source = InMemorySource(codes, n_cat, names, cats, row_weight=weight)
+    source.weight_scale = scale
+    return source
+
+
+def unit_mean_weights(weight: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(weight / scale, scale)``, ``scale`` the mean weight (summed without overflow).
+
+    The fit runs on weights of mean 1, so that its scale-dependent constants (the
+    floor 1 of the stopping rule ``tol * max(|L|, 1)``, ``OPTIMUM_LOGLIK_ATOL``) mean
+    the same for every scale of the caller's weights (all 1e-200 would otherwise stop
+    at the start; 1e200 could overflow the weighted sums). The maximizer is the same;
+    :func:`bayespmf.fit.latent_class.rescaled_fit` puts the log-likelihoods back on the
+    caller's scale.
+    """
+    peak = float(weight.max())
+    scale = peak * float(np.mean(weight / peak))
+    return weight / scale, scale

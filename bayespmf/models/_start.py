@@ -1,0 +1,44 @@
+"""Starting points of the chains: one set of constants and one jitter for every family.
+
+:data:`INIT_CLIP` and :data:`INIT_JITTER` and :func:`jitter_simplex` serve the
+latent-class model, the latent-class regression and the simplex nest (their
+``initvals`` builders); the latent-class point estimate's binding to its model is
+:mod:`bayespmf.models._binding`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["INIT_CLIP", "INIT_JITTER", "clip_simplex", "jitter_simplex"]
+
+#: Entries of a starting point are clipped to at least this before the simplex
+#: transform (an exact zero maps to -inf: "Bad initial energy", STACK-NOTES.md).
+INIT_CLIP = 1e-4
+
+#: Standard deviation of the per-chain jitter of a starting point, applied to the log
+#: of every simplex entry (about the scale of the stick-breaking transform): chains
+#: start apart enough for r-hat to mean something, close enough to share the mode.
+INIT_JITTER = 0.05
+
+
+def clip_simplex(x, axis) -> np.ndarray:
+    """``x`` with every entry at least :data:`INIT_CLIP`, renormalized along ``axis``."""
+    x = np.maximum(np.asarray(x, dtype=float), INIT_CLIP)
+    return x / x.sum(axis=axis, keepdims=True)
+
+
+def jitter_simplex(x, axis, jitter: float, rng) -> np.ndarray:
+    """``x`` clipped, jittered on the log scale (``x * exp(jitter * z)``) and renormalized.
+
+    Every result stays on the simplex along ``axis``; with ``jitter == 0`` no random
+    number is drawn and ``x`` is only clipped (:data:`INIT_CLIP`) and renormalized.
+
+    Examples
+    --------
+    >>> x = jitter_simplex([[0.0, 1.0]], 1, 0.05, np.random.default_rng(0))
+    >>> bool(np.allclose(x.sum(1), 1.0) and x.min() > 0)
+    True
+    """
+    z = rng.standard_normal(np.shape(x)) if jitter > 0 else 0.0
+    return clip_simplex(clip_simplex(x, axis) * np.exp(jitter * z), axis)

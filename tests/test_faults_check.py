@@ -386,7 +386,7 @@ def test_task_checks_are_the_tasks_own(monkeypatch):
     def no_trial(*args, **kwargs):
         raise AssertionError("a trial ran")
 
-    monkeypatch.setattr(tasks, "_ClassifySplit", no_trial)
+    monkeypatch.setattr(tasks, "ClassifySplit", no_trial)
     for kw in (
         {"random_state": -1},
         {"n_trials": 0},

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bayespmf import CategoricalData, DataValidationError, datasets
-from bayespmf.apps import tasks
+from bayespmf.apps import _splits, _task_latent, tasks
 from bayespmf.models import averaged_predict_proba, rank_weights, stacking_weights
 from bayespmf.pmf import conditional_pmf
 
@@ -229,8 +229,8 @@ def test_posterior_rows_of_point_mass_posteriors(monkeypatch):
     # independent: the validation-best iterate at each rank, its log score on val
     j = VOTES.index_of("class")
     seed = rec["cnmf-spa-em"]["seed"]
-    split = tasks._ClassifySplit(VOTES, j, (0.5, 0.2, 0.3), seed)
-    best = tasks._select_latent("cnmf-spa-em", split, [2, 3], seed, None, None)
+    split = _splits.ClassifySplit(VOTES, j, (0.5, 0.2, 0.3), seed)
+    best = _task_latent.select_latent("cnmf-spa-em", split, [2, 3], seed, None, None)
     x, y = split.parts["val"]
     lpd = []
     for r in (2, 3):
@@ -246,9 +246,9 @@ def test_posterior_rows_of_point_mass_posteriors(monkeypatch):
 
 def test_rating_log_score_matches_the_predictive_pmf():
     data, _ = datasets.load_movielens("Animation")
-    split = tasks._RatingSplit(data, (0.5, 0.2, 0.3), seed=1)
-    est = tasks._select_latent("em", split, [2], 1, 30, None)
-    proba = tasks._params_proba(est["params"])
+    split = _splits.RatingSplit(data, (0.5, 0.2, 0.3), seed=1)
+    est = _task_latent.select_latent("em", split, [2], 1, 30, None)
+    proba = _task_latent.params_proba(est["params"])
     got = split.log_score(proba, "val")
     h, _ = split.parts["val"]
     codes = split.train.codes

@@ -3,14 +3,10 @@ import pandas as pd
 import pytest
 
 from bayespmf import CategoricalData, DataValidationError, datasets
+from bayespmf.apps._splits import RatingSplit
+from bayespmf.apps._task_latent import fit_latent, params_proba
 from bayespmf.apps.baselines import BiasedMF, one_hot_features, rating_average
-from bayespmf.apps.tasks import (
-    ITER_CHECKPOINTS,
-    _fit_latent,
-    _RatingSplit,
-    classify,
-    predict_ratings,
-)
+from bayespmf.apps.tasks import ITER_CHECKPOINTS, classify, predict_ratings
 from bayespmf.estimators import LatentClassPMF
 
 VOTES, _ = datasets.load_votes()
@@ -104,7 +100,7 @@ def test_one_hot_missing_is_all_zero():
 def test_fit_latent_final_iterate_is_the_estimator(method):
     train, _, _ = VOTES.train_test_split(0.5, 0.2, 0.3, random_state=3)
     seen = []
-    _fit_latent(method, train, 3, 11, None, None, lambda it, p: seen.append((it, p)))
+    fit_latent(method, train, 3, 11, None, None, lambda it, p: seen.append((it, p)))
     est = LatentClassPMF(3, method, random_state=11).fit(train)
     last_it, last = seen[-1]
     assert last_it == est.n_iter_
@@ -165,7 +161,7 @@ def test_posterior_variant_with_point_mass_posterior_matches_point_estimate(monk
 
 
 def test_rating_split_follows_the_protocol():
-    split = _RatingSplit(ANIMATION, (0.5, 0.2, 0.3), seed=5)
+    split = RatingSplit(ANIMATION, (0.5, 0.2, 0.3), seed=5)
     n_obs = ANIMATION.mask.sum()
     (hv, _), (ht, yt) = split.parts["val"], split.parts["test"]
     assert hv.shape[0] + ht.shape[0] == round(0.5 * n_obs)
@@ -180,11 +176,10 @@ def test_rating_split_follows_the_protocol():
 
 
 def test_rating_mmse_and_map_equal_direct_computation():
-    split = _RatingSplit(ANIMATION, (0.5, 0.2, 0.3), seed=5)
+    split = RatingSplit(ANIMATION, (0.5, 0.2, 0.3), seed=5)
     est = LatentClassPMF(3, "em", random_state=0).fit(split.train)
-    from bayespmf.apps.tasks import _params_proba
 
-    got = split.evaluate_proba(_params_proba(est.params_), "test")
+    got = split.evaluate_proba(params_proba(est.params_), "test")
     h, truth = split.parts["test"]
     mmse = np.array(
         [est.expected_value(split.train.codes[[r]], c, np.arange(1, 6))[0] for r, c, _ in h]
@@ -214,7 +209,7 @@ def test_predict_ratings_table_and_averages():
         "biased-mf",
     ]
     rec = _trials(t, "global-average")[0]
-    split = _RatingSplit(ANIMATION, (0.5, 0.2, 0.3), seed=rec["seed"])
+    split = RatingSplit(ANIMATION, (0.5, 0.2, 0.3), seed=rec["seed"])
     _, truth = split.parts["test"]
     train_vals = (split.train.codes[split.train.mask] + 1.0).mean()
     assert rec["rmse"] == pytest.approx(np.sqrt(np.mean((train_vals - truth) ** 2)))
@@ -283,3 +278,33 @@ def test_predict_ratings_errors():
         predict_ratings("action", fractions=(0.5, 0.5))
     with pytest.raises(DataValidationError, match="Unknown baseline 'naive-bayes'"):
         predict_ratings("action", baselines=["naive-bayes"])
+
+
+def test_tasks_module_keeps_its_names_after_the_split():
+    # the parts live in private modules; the protocol module still exports them
+    from bayespmf.apps import _splits, _task_latent, _task_posterior, tasks
+
+    for name in tasks.__all__:
+        assert hasattr(tasks, name), name
+    assert tasks.rating_values is _splits.rating_values
+    assert tasks.ITER_CHECKPOINTS is _task_latent.ITER_CHECKPOINTS
+    assert tasks.POSTERIOR_DEFAULTS is _task_posterior.POSTERIOR_DEFAULTS
+    assert tasks.POSTERIOR_COMBINE is _task_posterior.POSTERIOR_COMBINE
+
+
+def test_ratings_records_split_mmse_and_map_rows():
+    # one latent-class record per trial becomes an MMSE row and a "(MAP)" row
+    t = predict_ratings(
+        ANIMATION,
+        methods=["em"],
+        baselines=[],
+        n_trials=1,
+        ranks=[2],
+        max_iter=20,
+        random_state=3,
+    )
+    recs = {r["method"]: r for r in t.attrs["trials"]}
+    assert list(recs) == ["em", "em (MAP)"]
+    assert not any(k.endswith("_map") for r in recs.values() for k in r)
+    assert recs["em"]["seed"] == recs["em (MAP)"]["seed"]
+    assert recs["em"]["rmse"] != recs["em (MAP)"]["rmse"]

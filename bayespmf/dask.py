@@ -65,7 +65,7 @@ from bayespmf._validation import (
     check_zero_based,
 )
 from bayespmf.data import CategoricalData
-from bayespmf.fit.em import check_em_args, em_start, run_em
+from bayespmf.fit.em import em_runner, em_start
 from bayespmf.kernels.em import (
     COUNT_FLOOR,
     EStepStats,
@@ -761,25 +761,14 @@ def fit_em_dask(
         When ``max_iter`` is reached before the tolerance.
     """
     owner = "fit_em_dask"
-    rank, max_iter, tol = check_em_args(accelerate, rank, max_iter, tol, callback, owner)
+    rank, run = em_runner(accelerate, rank, max_iter, tol, callback, progressbar, owner)
     ddata = _check_ddata(ddata, owner)
     n_cat = ddata.n_categories
     w, a = em_start(init, n_cat, rank, random_state)
     kernel = DaskEMKernel(
         ddata, rank, client=client, split_every=split_every, persist=persist
     )
-    return run_em(
-        kernel,
-        w,
-        a,
-        n_cat,
-        accelerate=accelerate,
-        max_iter=max_iter,
-        tol=tol,
-        progressbar=progressbar,
-        callback=callback,
-        owner=owner,
-    )
+    return run(kernel, w, a, n_cat)
 
 
 def fit_latent_class(

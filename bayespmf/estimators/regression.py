@@ -26,6 +26,7 @@ from bayespmf.fit.covariates import (
     DEFAULT_MAX_ITER,
     DEFAULT_TOL,
     check_covariates,
+    covariate_values,
     fit_latent_class_regression,
 )
 from bayespmf.kernels.covariates import covariate_log_joint, prepare_covariate_data
@@ -42,6 +43,18 @@ _FORMAT_VERSION = 1
 INTERCEPT = "(intercept)"
 
 _OWNER = "LatentClassRegression"
+
+#: Fitted attributes (less the trailing ``_``) that save/load keep as arrays, and as
+#: JSON metadata.
+_SAVED_ARRAYS = (
+    "coef",
+    "coef_stderr",
+    "coef_covariance",
+    "weights",
+    "n_categories",
+    "loglik_trace",
+)
+_SAVED_META = ("loglik", "loglik_start", "n_iter", "converged", "covariate_names")
 
 
 class LatentClassRegression(BaseEstimator):
@@ -142,10 +155,8 @@ class LatentClassRegression(BaseEstimator):
 
     References
     ----------
-    .. [1] K. Bandeen-Roche, D. L. Miglioretti, S. L. Zeger and P. J. Rathouz, "Latent
-       variable regression for multiple discrete outcomes," JASA 92(440), 1997.
-    .. [2] J. K. Vermunt, "Latent class modeling with covariates: two improved
-       three-step approaches," Political Analysis 18(4), 2010.
+    As :func:`bayespmf.fit.fit_latent_class_regression`: Bandeen-Roche et al. (JASA
+    1997) for the model, Vermunt (Political Analysis 2010) for the stepwise fit.
 
     Examples
     --------
@@ -324,14 +335,7 @@ class LatentClassRegression(BaseEstimator):
                     "a DataFrame with those columns."
                 )
             covariates = covariates[[by_name[c] for c in columns]]
-        try:
-            return covariates.to_numpy(dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise ValueError(
-                f"The 'covariates' parameter of {_OWNER} must hold numeric columns; "
-                f"could not convert it to float ({err}). Encode categorical covariates "
-                "first, e.g. with pandas.get_dummies(..., drop_first=True)."
-            ) from err
+        return covariate_values(covariates, _OWNER)
 
     def _new_design(self, X, covariates, n_rows: int | None) -> np.ndarray:
         """Checked design of ``n_rows`` new rows (None: any number; no rank check)."""
@@ -528,11 +532,7 @@ class LatentClassRegression(BaseEstimator):
         meta = {
             "params": params,
             "exact": encode_value({"random_state": rs}),
-            "loglik": self.loglik_,
-            "loglik_start": self.loglik_start_,
-            "n_iter": self.n_iter_,
-            "converged": self.converged_,
-            "covariate_names": self.covariate_names_,
+            **{key: getattr(self, f"{key}_") for key in _SAVED_META},
             "columns": self._columns,
             "names": self._names,
             "categories": self._categories,
@@ -544,12 +544,7 @@ class LatentClassRegression(BaseEstimator):
             fmt=_FORMAT,
             version=_FORMAT_VERSION,
             owner=f"{_OWNER}.save",
-            coef=self.coef_,
-            coef_stderr=self.coef_stderr_,
-            coef_covariance=self.coef_covariance_,
-            weights=self.weights_,
-            n_categories=self.n_categories_,
-            loglik_trace=self.loglik_trace_,
+            **{key: getattr(self, f"{key}_") for key in _SAVED_ARRAYS},
             **arrays,
         )
 
@@ -575,17 +570,10 @@ class LatentClassRegression(BaseEstimator):
         n_factors = sum(1 for k in f if k.startswith("factor_"))
         model.factors_ = [f[f"factor_{n}"] for n in range(n_factors)]
         _check_saved(path, f, model.factors_, meta)
-        model.coef_ = f["coef"]
-        model.coef_stderr_ = f["coef_stderr"]
-        model.coef_covariance_ = f["coef_covariance"]
-        model.weights_ = f["weights"]
-        model.n_categories_ = f["n_categories"]
-        model.loglik_trace_ = f["loglik_trace"]
-        model.loglik_ = meta["loglik"]
-        model.loglik_start_ = meta["loglik_start"]
-        model.n_iter_ = meta["n_iter"]
-        model.converged_ = meta["converged"]
-        model.covariate_names_ = meta["covariate_names"]
+        for key in _SAVED_ARRAYS:
+            setattr(model, f"{key}_", f[key])
+        for key in _SAVED_META:
+            setattr(model, f"{key}_", meta[key])
         model._columns = meta["columns"]
         model._names, model._categories = meta["names"], meta["categories"]
         return model

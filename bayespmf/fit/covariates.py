@@ -34,7 +34,7 @@ from bayespmf._validation import (
 )
 from bayespmf.fit.latent_class import fit_latent_class, rescaled_fit
 from bayespmf.fit.loop import iterate, predicted_gain
-from bayespmf.fit.source import check_sample_weight, unit_mean_weights
+from bayespmf.fit.source import check_sample_weight, float_array, unit_mean_weights
 from bayespmf.kernels.covariates import (
     MAX_HALVINGS,
     NEWTON_STEPS,
@@ -62,6 +62,7 @@ __all__ = [
     "SEPARATION_LOGIT",
     "check_covariates",
     "class_prior_proba",
+    "covariate_values",
     "fit_latent_class_regression",
     "newton_polish",
     "predict_class_proba",
@@ -168,6 +169,25 @@ class LatentClassRegressionFit(NamedTuple):
 
 # ------------------------------------------------------------------------ validation
 
+_NUMERIC = "a numeric array or DataFrame of shape (n_rows, n_covariates)"
+_ENCODE_FIX = (
+    " Encode categorical covariates first, e.g. with pandas.get_dummies(..., "
+    "drop_first=True)."
+)
+
+
+def covariate_values(covariates, owner: str) -> np.ndarray:
+    """The float values of covariates (a DataFrame's), with the fix for text columns.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> covariate_values(pd.DataFrame({"z": [1, 2]}), owner="f")
+    array([[1.],
+           [2.]])
+    """
+    return float_array(covariates, "covariates", owner, _NUMERIC, _ENCODE_FIX)
+
 
 def check_covariates(
     covariates, n_rows: int, *, fit_intercept: bool, owner: str, check_rank: bool = True
@@ -192,13 +212,7 @@ def check_covariates(
            [1., 2.],
            [1., 4.]])
     """
-    try:
-        z = np.array(covariates, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(
-            f"The 'covariates' parameter of {owner} must be a numeric array of shape "
-            f"(n_rows, n_covariates). Could not convert it to float: {err}"
-        ) from err
+    z = covariate_values(covariates, owner)
     if z.ndim == 1:
         z = z[:, None]
     if z.ndim != 2 or z.shape[0] != n_rows:

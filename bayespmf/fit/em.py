@@ -8,6 +8,7 @@ backend calls :func:`run_em` with its own kernel.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -30,6 +31,7 @@ __all__ = [
     "EMInfo",
     "ad_em",
     "check_em_args",
+    "em_runner",
     "em_start",
     "em_steps",
     "fit_em",
@@ -83,6 +85,33 @@ def check_em_args(accelerate, rank, max_iter, tol, callback, owner: str):
         check_int(rank, "rank", owner=owner, low=1),
         check_int(max_iter, "max_iter", owner=owner, low=1),
         check_float(tol, "tol", owner=owner, low=0.0),
+    )
+
+
+def em_runner(accelerate, rank, max_iter, tol, callback, progressbar, owner: str):
+    """Checked EM options (:func:`check_em_args`) bound to :func:`run_em`.
+
+    Returns the checked ``rank`` and ``run(kernel, w, a, n_cat)``, the one EM run of
+    every driver that builds its own kernel (:func:`fit_em`, ``bayespmf.dask``).
+
+    Examples
+    --------
+    >>> from bayespmf.kernels.em import build_em_kernel
+    >>> rank, run = em_runner(None, 1, 50, 1e-8, None, False, "f")
+    >>> k = build_em_kernel([[0, 0], [1, 1]], [2, 2], rank=1, backend="scipy")
+    >>> params, info = run(k, np.ones(1), np.full((4, 1), 0.5), [2, 2])
+    >>> round(info.loglik, 4)  # 2 rows, each of probability 1/4
+    -2.7726
+    """
+    rank, max_iter, tol = check_em_args(accelerate, rank, max_iter, tol, callback, owner)
+    return rank, functools.partial(
+        run_em,
+        accelerate=accelerate,
+        max_iter=max_iter,
+        tol=tol,
+        progressbar=progressbar,
+        callback=callback,
+        owner=owner,
     )
 
 
@@ -260,22 +289,10 @@ def fit_em(
     >>> info.converged, bool(np.all(np.diff(info.loglik_trace) >= -1e-9))
     (True, True)
     """
-    rank, max_iter, tol = check_em_args(accelerate, rank, max_iter, tol, callback, "fit_em")
+    rank, run = em_runner(accelerate, rank, max_iter, tol, callback, progressbar, "fit_em")
     codes, n_cat = as_codes(data, n_categories)
     w, a = em_start(init, n_cat, rank, random_state)
-    kernel = build_em_kernel(codes, n_cat, rank, backend=backend)
-    return run_em(
-        kernel,
-        w,
-        a,
-        n_cat,
-        accelerate=accelerate,
-        max_iter=max_iter,
-        tol=tol,
-        progressbar=progressbar,
-        callback=callback,
-        owner="fit_em",
-    )
+    return run(build_em_kernel(codes, n_cat, rank, backend=backend), w, a, n_cat)
 
 
 def ad_em(

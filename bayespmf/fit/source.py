@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from bayespmf._validation import DataValidationError, as_codes
 from bayespmf.data import CategoricalData
@@ -20,6 +21,7 @@ __all__ = [
     "InMemorySource",
     "as_source",
     "check_sample_weight",
+    "float_array",
     "unit_mean_weights",
 ]
 
@@ -107,15 +109,52 @@ class InMemorySource:
         )
 
 
-def check_sample_weight(sample_weight, n_rows: int, owner: str) -> np.ndarray:
-    """A float copy of ``sample_weight``: 1-D, one finite weight >= 0 per row, sum > 0."""
+def float_array(value, name: str, owner: str, expected: str, fix: str = "") -> np.ndarray:
+    """A float copy of ``value`` (a DataFrame's values), or an error naming the argument.
+
+    Parameters
+    ----------
+    value : array_like or pandas.DataFrame
+    name, owner : str
+        The argument's name and the function or class it was passed to.
+    expected : str
+        What the argument must be (the error's wording).
+    fix : str, default ""
+        A sentence appended to the error: how to fix the input.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    DataValidationError
+        ``value`` cannot be converted to float.
+
+    Examples
+    --------
+    >>> float_array([1, 2], "w", "f", "numbers")
+    array([1., 2.])
+    >>> float_array(["a"], "w", "f", "numbers")
+    Traceback (most recent call last):
+    ...
+    bayespmf._validation.DataValidationError: The 'w' parameter of f must be numbers; \
+could not convert it to float (could not convert string to float: 'a').
+    """
     try:
-        w = np.array(sample_weight, dtype=np.float64)
+        if isinstance(value, pd.DataFrame):
+            return value.to_numpy(dtype=np.float64)
+        return np.array(value, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise DataValidationError(
-            f"The 'sample_weight' parameter of {owner} must be numbers, one per row. "
-            f"Could not convert it: {err}"
+            f"The '{name}' parameter of {owner} must be {expected}; could not convert it "
+            f"to float ({err}).{fix}"
         ) from err
+
+
+def check_sample_weight(sample_weight, n_rows: int, owner: str) -> np.ndarray:
+    """A float copy of ``sample_weight``: 1-D, one finite weight >= 0 per row, sum > 0."""
+    w = float_array(sample_weight, "sample_weight", owner, "numbers, one per row")
     if w.ndim != 1 or w.shape[0] != n_rows:
         raise DataValidationError(
             f"The 'sample_weight' parameter of {owner} must have one entry per row of "

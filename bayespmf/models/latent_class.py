@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 import pymc as pm
@@ -19,7 +17,13 @@ from bayespmf.models._names import (  # re-exported: part of this module's API
     category_dim,
     factor_var_name,
 )
-from bayespmf.models._rows import class_summed_loglik, rows_signature, static_categories
+from bayespmf.models._rows import class_summed_loglik, static_categories
+from bayespmf.models._rows_dist import (
+    RowsDistribution,
+    factor_priors,
+    items_given_class,
+    rows_coords,
+)
 
 __all__ = [
     "DATA_NAME",
@@ -51,15 +55,10 @@ def _rows_logp(value, weights, *factors):
 def _rows_dist(weights, *factors_and_size):
     """Generative graph: class ~ Categorical(weights), x_n | class ~ A_n[class]."""
     *factors, size = factors_and_size
-    cls = pm.Categorical.dist(p=weights, size=size)
-    return pt.stack([pm.Categorical.dist(p=a[cls]) for a in factors], axis=-1)
+    return items_given_class(pm.Categorical.dist(p=weights, size=size), factors)
 
 
-def _signature(n_variables: int) -> str:
-    return rows_signature(n_variables)
-
-
-class LatentClassRows:
+class LatentClassRows(RowsDistribution):
     r"""Rows of N categorical variables from a latent-class model, the class summed out.
 
     .. math::
@@ -106,29 +105,9 @@ class LatentClassRows:
     True
     """
 
-    def __new__(cls, name, weights, factors, **kwargs):  # noqa: D102
-        factors = [pt.as_tensor_variable(a) for a in factors]
-        return pm.CustomDist(
-            name, weights, *factors, **cls._custom_kwargs(factors), **kwargs
-        )
-
-    @classmethod
-    def dist(cls, weights, factors, **kwargs):
-        """The distribution outside a model (see the class docstring)."""
-        factors = [pt.as_tensor_variable(a) for a in factors]
-        return pm.CustomDist.dist(
-            weights, *factors, **cls._custom_kwargs(factors), **kwargs
-        )
-
-    @staticmethod
-    def _custom_kwargs(factors) -> dict:
-        _n_categories_of(factors)  # raise early on a factor without static size
-        return {
-            "dist": _rows_dist,
-            "logp": _rows_logp,
-            "signature": _signature(len(factors)),
-            "class_name": "LatentClassRows",
-        }
+    rows_dist = staticmethod(_rows_dist)
+    rows_logp = staticmethod(_rows_logp)
+    check_factors = staticmethod(_n_categories_of)
 
 
 class PivotLogRatio(Transform):
@@ -339,30 +318,13 @@ def latent_class_model(
     factor_prior = check_float(factor_prior, "factor_prior", low=0.0, low_open=True)
     as_codes(data, name="data")  # a variable never observed cannot be learned
     data = data.drop_empty_rows()
-    names = list(data.names)
-    bad = [v for v in names if not re.fullmatch(r"[^\s].*", v)]
-    if bad:
-        raise DataValidationError(f"Variable names must not be empty or blank: {bad!r}.")
-    model_coords = {
-        "class": np.arange(rank),
-        "row": np.arange(data.n_samples),
-        "variable": names,
-    }
-    for name, cats in zip(names, data.categories, strict=True):
-        model_coords[category_dim(name)] = list(cats)
+    model_coords = {"class": np.arange(rank), **rows_coords(data)}
     if coords:
         model_coords.update(coords)
     with pm.Model(coords=model_coords) as model:
         rows = pm.Data(DATA_NAME, np.asarray(data.codes), dims=("row", "variable"))
         weights = pm.Dirichlet("weights", a=np.full(rank, weights_prior), dims="class")
-        factors = [
-            pm.Dirichlet(
-                factor_var_name(name),
-                a=np.full((rank, int(k)), factor_prior),
-                dims=("class", category_dim(name)),
-            )
-            for name, k in zip(names, data.n_categories, strict=True)
-        ]
+        factors = factor_priors(data, rank, factor_prior)
         LatentClassRows(
             OBSERVED_NAME, weights, factors, observed=rows, dims=("row", "variable")
         )

@@ -17,7 +17,6 @@ the draws against it (:func:`align_regression_labels`).
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pandas as pd
@@ -35,15 +34,16 @@ from bayespmf._validation import (
 )
 from bayespmf.data import CategoricalData
 from bayespmf.estimators.regression import INTERCEPT, LatentClassRegression
-from bayespmf.fit.covariates import check_covariates
+from bayespmf.fit.covariates import check_covariates, covariate_values
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
-from bayespmf.models._names import (
-    DATA_NAME,
-    OBSERVED_NAME,
-    category_dim,
-    factor_var_name,
+from bayespmf.models._names import DATA_NAME, OBSERVED_NAME, category_dim, factor_var_name
+from bayespmf.models._rows import class_summed_loglik, static_categories
+from bayespmf.models._rows_dist import (
+    RowsDistribution,
+    factor_priors,
+    items_given_class,
+    rows_coords,
 )
-from bayespmf.models._rows import class_summed_loglik, rows_signature, static_categories
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
 from bayespmf.models._start import INIT_JITTER, jitter_simplex
 from bayespmf.pmf import one_hot_design
@@ -104,15 +104,10 @@ def _regression_rows_logp(value, logits, *factors):
 def _regression_rows_dist(logits, *factors_and_size):
     """Generative graph: class ~ Categorical(softmax(logits)), x_n | class ~ A_n[class]."""
     *factors, size = factors_and_size
-    cls = pm.Categorical.dist(logit_p=logits, size=size)
-    return pt.stack([pm.Categorical.dist(p=a[cls]) for a in factors], axis=-1)
+    return items_given_class(pm.Categorical.dist(logit_p=logits, size=size), factors)
 
 
-def _signature(n_variables: int) -> str:
-    return rows_signature(n_variables)
-
-
-class LatentClassRegressionRows:
+class LatentClassRegressionRows(RowsDistribution):
     r"""Rows of N categorical items whose class prior is a softmax of per-row logits.
 
     .. math::
@@ -153,27 +148,9 @@ class LatentClassRegressionRows:
     True
     """
 
-    def __new__(cls, name, logits, factors, **kwargs):  # noqa: D102
-        factors = [pt.as_tensor_variable(a) for a in factors]
-        return pm.CustomDist(
-            name, logits, *factors, **cls._custom_kwargs(factors), **kwargs
-        )
-
-    @classmethod
-    def dist(cls, logits, factors, **kwargs):
-        """The distribution outside a model (see the class docstring)."""
-        factors = [pt.as_tensor_variable(a) for a in factors]
-        return pm.CustomDist.dist(logits, *factors, **cls._custom_kwargs(factors), **kwargs)
-
-    @staticmethod
-    def _custom_kwargs(factors) -> dict:
-        _static_categories(factors)  # raise early on a factor without static size
-        return {
-            "dist": _regression_rows_dist,
-            "logp": _regression_rows_logp,
-            "signature": _signature(len(factors)),
-            "class_name": "LatentClassRegressionRows",
-        }
+    rows_dist = staticmethod(_regression_rows_dist)
+    rows_logp = staticmethod(_regression_rows_logp)
+    check_factors = staticmethod(_static_categories)
 
 
 # ------------------------------------------------------------------------ model
@@ -186,14 +163,7 @@ def _covariate_table(covariates, names, fit_intercept: bool, n_rows: int):
     if isinstance(covariates, pd.DataFrame):
         if names is None:
             names = [str(c) for c in covariates.columns]
-        try:
-            covariates = covariates.to_numpy(dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise ValueError(
-                f"The 'covariates' parameter of {_OWNER} must hold numeric columns; "
-                f"could not convert it to float ({err}). Encode categorical covariates "
-                "first, e.g. with pandas.get_dummies(..., drop_first=True)."
-            ) from err
+        covariates = covariate_values(covariates, _OWNER)
     if covariates is None:
         raise ValueError(
             f"The 'covariates' parameter of {_OWNER} is required: pass an (n_rows, "
@@ -311,19 +281,12 @@ def latent_class_regression_model(
     keep = (np.asarray(data.codes) >= 0).any(axis=1)
     if not keep.all():
         data, design = data[keep], design[keep]
-    item_names = list(data.names)
-    bad = [v for v in item_names if not re.fullmatch(r"[^\s].*", v)]
-    if bad:
-        raise DataValidationError(f"Variable names must not be empty or blank: {bad!r}.")
     coords = {
         "class": np.arange(rank),
         FREE_CLASS_DIM: np.arange(1, rank),
         "covariate": cov_names,
-        "row": np.arange(data.n_samples),
-        "variable": item_names,
+        **rows_coords(data),
     }
-    for name, cats in zip(item_names, data.categories, strict=True):
-        coords[category_dim(name)] = list(cats)
     with pm.Model(coords=coords) as model:
         rows = pm.Data(DATA_NAME, np.asarray(data.codes), dims=("row", "variable"))
         z = pm.Data(COVARIATES_NAME, design, dims=("row", "covariate"))
@@ -335,14 +298,7 @@ def latent_class_regression_model(
             pt.concatenate([pt.zeros((len(cov_names), 1)), coef], axis=1),
             dims=("covariate", "class"),
         )
-        factors = [
-            pm.Dirichlet(
-                factor_var_name(name),
-                a=np.full((rank, int(k)), factor_prior),
-                dims=("class", category_dim(name)),
-            )
-            for name, k in zip(item_names, data.n_categories, strict=True)
-        ]
+        factors = factor_priors(data, rank, factor_prior)
         LatentClassRegressionRows(
             OBSERVED_NAME,
             pt.dot(z, coef_full),

@@ -68,7 +68,7 @@ def simplex_nest_model(
     X,
     n_vertices: int,
     kernel: str = "gaussian",
-    alpha: float | None = None,
+    alpha=None,
     *,
     topic_concentration: float = TOPIC_CONCENTRATION,
     coords: dict | None = None,
@@ -90,9 +90,11 @@ def simplex_nest_model(
     n_vertices : int
         ``K``.
     kernel : {"gaussian", "poisson", "multinomial"}, default "gaussian"
-    alpha : float, optional
-        Fixed Dirichlet concentration; when None, :math:`\alpha \sim
-        \mathrm{LogNormal}(0, 1.5)`.
+    alpha : float or array_like of shape (K,), optional
+        Fixed Dirichlet concentration: one number (symmetric,
+        :math:`\mathrm{Dir}_K(\alpha 1_K)`) or one per vertex (asymmetric,
+        :math:`\mathrm{Dir}_K(\alpha)`); when None, :math:`\alpha \sim
+        \mathrm{LogNormal}(0, 1.5)` (symmetric).
     topic_concentration : float, default 1.0
         Dirichlet prior concentration of each topic (multinomial kernel only: another
         value with another kernel is refused).
@@ -131,13 +133,13 @@ def simplex_nest_model(
     >>> model.named_vars_to_dims["vertices"], model.named_vars_to_dims["theta"]
     (('vertex', 'feature'), ('obs', 'vertex'))
     """
-    from bayespmf.estimators.simplex import check_nest_data
+    from bayespmf.estimators.simplex import check_alpha, check_nest_data
 
     owner = "simplex_nest_model"
     arr, K = check_nest_data(X, n_vertices, kernel, owner)  # checks 'kernel' first
     kernel = kernel.lower()
     if alpha is not None:
-        alpha = check_float(alpha, "alpha", owner=owner, low=0.0, low_open=True)
+        alpha = check_alpha(alpha, K, owner)
     topic_concentration = check_float(
         topic_concentration, "topic_concentration", owner=owner, low=0.0, low_open=True
     )
@@ -213,7 +215,9 @@ def _point_of(init, info: dict, random_seed) -> dict:
     if hasattr(init, "vertices_"):
         point = {"vertices": init.vertices_, "theta": init.transform(X)}
         if getattr(init, "alpha_", None) is not None:
-            point["alpha"] = init.alpha_
+            # a scalar start for the free (symmetric) alpha, also when VLAD fell back
+            # to a vector alpha
+            point["alpha"] = float(np.mean(init.alpha_))
         if getattr(init, "sigma_", None):
             point["sigma"] = init.sigma_
     elif isinstance(init, dict) and "vertices" in init:

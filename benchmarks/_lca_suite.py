@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -66,75 +67,57 @@ def _from_params(weights, factors, n_samples: int, observed_prob: float, seed: i
     return data
 
 
-def sim_unequal(seed: int) -> Case:
-    data, _ = datasets.make_latent_class(
-        1000,
-        [3, 3, 4, 4, 3, 3, 4],
-        rank=4,
-        factor_prior="dirichlet",
-        weights_prior=[0.6, 0.25, 0.1, 0.05],
-        random_state=seed,
-    )
-    return Case(
-        "sim-unequal",
-        data,
+#: The simulated cases drawn by ``datasets.make_latent_class``: name -> (rank, note,
+#: its positional arguments (rows, categories), its other keyword arguments).
+MADE_CASES: dict[str, tuple[int, str, tuple, dict]] = {
+    "sim-unequal": (
         4,
         "class sizes 0.6/0.25/0.1/0.05: random starts split the big class",
-    )
-
-
-def sim_near_empty(seed: int) -> Case:
-    data, _ = datasets.make_latent_class(
-        1500,
-        3,
-        rank=4,
-        n_variables=8,
-        factor_prior="dirichlet",
-        weights_prior=[0.5, 0.3, 0.185, 0.015],
-        random_state=seed,
-    )
-    return Case(
-        "sim-near-empty",
-        data,
+        (1000, [3, 3, 4, 4, 3, 3, 4]),
+        {"factor_prior": "dirichlet", "weights_prior": [0.6, 0.25, 0.1, 0.05]},
+    ),
+    "sim-near-empty": (
         4,
         "one class of weight 0.015 (about 22 rows): easy to lose or to fill wrongly",
-    )
-
-
-def sim_binary(seed: int) -> Case:
-    data, _ = datasets.make_latent_class(
-        400,
-        2,
-        rank=4,
-        n_variables=9,
-        factor_prior="dirichlet",
-        weights_prior="dirichlet",
-        random_state=seed,
-    )
-    return Case(
-        "sim-binary",
-        data,
+        (1500, 3),
+        {
+            "n_variables": 8,
+            "factor_prior": "dirichlet",
+            "weights_prior": [0.5, 0.3, 0.185, 0.015],
+        },
+    ),
+    "sim-binary": (
         4,
         "binary items (I=2, N=9), S=400: poLCA-like, many local optima",
-    )
-
-
-def sim_missing(seed: int) -> Case:
-    data, _ = datasets.make_latent_class(
-        1500,
-        4,
-        rank=4,
-        n_variables=10,
-        observed_prob=0.35,
-        factor_prior="dirichlet",
-        random_state=seed,
-    )
-    return Case(
-        "sim-missing",
-        data,
+        (400, 2),
+        {"n_variables": 9, "factor_prior": "dirichlet", "weights_prior": "dirichlet"},
+    ),
+    "sim-missing": (
         4,
         "65 % of entries missing at random: weakly determined classes",
-    )
+        (1500, 4),
+        {"n_variables": 10, "observed_prob": 0.35, "factor_prior": "dirichlet"},
+    ),
+    "sim-survey": (
+        3,
+        "poLCA-like survey: S=600, 6 items of 2-4 categories, F=3",
+        (600, [2, 3, 3, 4, 2, 3]),
+        {"factor_prior": "dirichlet", "weights_prior": "dirichlet"},
+    ),
+    "sim-small-s": (
+        4,
+        "S=200 rows for 83 free parameters: many nearly equal optima",
+        (200, 3),
+        {"n_variables": 10, "factor_prior": "dirichlet"},
+    ),
+}
+
+
+def made_case(name: str, seed: int) -> Case:
+    """The case ``name`` of :data:`MADE_CASES`, drawn with generator seed ``seed``."""
+    rank, note, args, kwargs = MADE_CASES[name]
+    data, _ = datasets.make_latent_class(*args, rank=rank, random_state=seed, **kwargs)
+    return Case(name, data, rank, note)
 
 
 def sim_plateau(seed: int) -> Case:
@@ -152,48 +135,10 @@ def sim_plateau(seed: int) -> Case:
     )
 
 
-def sim_survey(seed: int) -> Case:
-    data, _ = datasets.make_latent_class(
-        600,
-        [2, 3, 3, 4, 2, 3],
-        rank=3,
-        factor_prior="dirichlet",
-        weights_prior="dirichlet",
-        random_state=seed,
-    )
-    return Case(
-        "sim-survey",
-        data,
-        3,
-        "poLCA-like survey: S=600, 6 items of 2-4 categories, F=3",
-    )
-
-
-def sim_small_s(seed: int) -> Case:
-    data, _ = datasets.make_latent_class(
-        200,
-        3,
-        rank=4,
-        n_variables=10,
-        factor_prior="dirichlet",
-        random_state=seed,
-    )
-    return Case(
-        "sim-small-s",
-        data,
-        4,
-        "S=200 rows for 83 free parameters: many nearly equal optima",
-    )
-
-
+#: Every simulated case, in the order of the benchmark tables.
 SIMULATORS: dict[str, Callable[[int], Case]] = {
-    "sim-unequal": sim_unequal,
-    "sim-near-empty": sim_near_empty,
-    "sim-binary": sim_binary,
-    "sim-missing": sim_missing,
-    "sim-plateau": sim_plateau,
-    "sim-survey": sim_survey,
-    "sim-small-s": sim_small_s,
+    name: (sim_plateau if name == "sim-plateau" else partial(made_case, name))
+    for name in SIM_SEEDS
 }
 
 

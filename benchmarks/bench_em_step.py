@@ -17,6 +17,7 @@ import time
 import warnings
 
 import numpy as np
+from _common import parse_args_quick
 
 
 def make_data(n_samples, n_variables, n_categories, missing, seed):
@@ -54,7 +55,9 @@ def main(argv=None):
         help="also time the PyTensor graph (backend='pytensor') under these linkers "
         "('default' is PyTensor's default mode: numba in PyTensor 3; 'cvm' is C)",
     )
-    args = parser.parse_args(argv)
+    args = parse_args_quick(
+        parser, argv, n_samples=20_000, repeats=10, warmup=1, pytensor_linkers=[]
+    )
     if args.repeats < 10:
         parser.error("--repeats must be >= 10")
 

@@ -21,6 +21,7 @@ import argparse
 import time
 
 import numpy as np
+from _common import parse_args_quick
 
 from bayespmf.marginals import (
     pairwise_marginals,
@@ -58,7 +59,9 @@ def main(argv=None) -> None:
     parser.add_argument("--n-projections", type=int, default=200, help="M (paper: 200)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    args = parse_args_quick(
+        parser, argv, n_samples=10_000, n_variables=6, n_projections=20, repeats=1
+    )
 
     codes, n_cat = simulate(
         args.n_samples, args.n_variables, args.n_categories, args.missing, args.seed

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 import warnings
+
+from _common import parse_args_quick, timed
 
 from bayespmf.datasets import make_latent_class
 from bayespmf.fit import defaults
@@ -37,13 +38,6 @@ from bayespmf.fit import latent_class as lc
 from bayespmf.fit import multistart as ms
 from bayespmf.fit import source as fit_source
 from bayespmf.kernels.cnmf import cnmf_spa
-
-
-def timed(func):
-    """``(result, wall seconds)`` of one call."""
-    start = time.perf_counter()
-    out = func()
-    return out, time.perf_counter() - start
 
 
 def main(argv=None) -> None:
@@ -54,7 +48,7 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--no-old", action="store_true", help="skip the fit without the wide-data gate"
     )
-    args = parser.parse_args(argv)
+    args = parse_args_quick(parser, argv, n_samples=100, n_variables=[400], no_old=True)
     # compile the EM kernels once, outside the timings
     warm, _ = make_latent_class(50, [2] * 10, rank=args.rank, random_state=0)
     with warnings.catch_warnings():

@@ -33,6 +33,7 @@ import time
 import warnings
 
 import numpy as np
+from _common import parse_args_quick
 
 from bayespmf import ConvergenceWarning
 from bayespmf.datasets import make_latent_class
@@ -504,7 +505,9 @@ def main():
         help="also fit the package default (method='auto', the multi-start MLE) in "
         "every cell, e.g. to see whether it avoids CNMF-SPA-EM's local optima",
     )
-    args = ap.parse_args()
+    args = parse_args_quick(
+        ap, None, trials=1, sizes=[1000], tables=["table1"], max_iter=100
+    )
     if args.with_default:
         METHODS.append("auto")
     results = {}

@@ -30,6 +30,7 @@ import warnings
 import dask
 import dask.array as da
 import numpy as np
+from _common import parse_args_quick
 
 from bayespmf.dask import DaskCategoricalData, DaskEMKernel, pairwise_marginals
 from bayespmf.kernels.em import build_em_kernel, init_random
@@ -107,7 +108,7 @@ def main():
     parser.add_argument("--em-steps", type=int, default=3)
     parser.add_argument("--in-memory-max", type=float, default=1e7)
     parser.add_argument("--scheduler", default="threads")
-    args = parser.parse_args()
+    args = parse_args_quick(parser, None, sizes="2e4", chunk_rows=5000, em_steps=1)
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     warnings.filterwarnings("ignore", message=".*BLAS.*")
 

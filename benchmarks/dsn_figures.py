@@ -32,6 +32,7 @@ import time
 import warnings
 
 import numpy as np
+from _common import parse_args_quick, timed
 
 from bayespmf.datasets._simulate import make_simplex_nest
 from bayespmf.estimators.simplex import GDM, VLAD, SimplexSPA
@@ -51,12 +52,6 @@ SETTINGS = {
     "poisson": {"n_features": 500, "kw": {}},
     "multinomial": {"n_features": 2000, "kw": {"words_per_doc": 3000}},
 }
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
 
 
 def convergence(kernel, ns, D, K, alpha, seed, n_init):
@@ -380,7 +375,9 @@ def main() -> None:
         "--small-n", action="store_true", help="run only the small-n rows of issue 15"
     )
     ap.add_argument("--seeds", type=int, default=3, help="seeds of the small-n rows")
-    args = ap.parse_args()
+    args = parse_args_quick(
+        ap, None, scale=0.05, kernels="gaussian,poisson", n_init=2, skip_bayes=True
+    )
     warnings.filterwarnings("ignore", message=".*BLAS.*")
     if args.small_n:
         t0 = time.perf_counter()

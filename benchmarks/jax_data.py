@@ -29,6 +29,8 @@ import os
 import time
 import warnings
 
+from _common import parse_args_quick
+
 
 def _timed(fn, *args, repeats: int):
     import jax
@@ -88,7 +90,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", nargs="+", type=int, default=[2000, 20000, 100000])
     ap.add_argument("--repeats", type=int, default=20)
-    args = ap.parse_args()
+    args = parse_args_quick(ap, None, sizes=[500], repeats=2)
     warnings.filterwarnings("ignore", category=UserWarning)
     import jax
 

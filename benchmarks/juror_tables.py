@@ -29,6 +29,7 @@ import time
 import warnings
 
 import numpy as np
+from _common import parse_args_quick
 
 from bayespmf import ConvergenceWarning
 from bayespmf.datasets import make_latent_class
@@ -270,7 +271,17 @@ def main(argv=None):
         default="both",
         help="JUROR's rho: cross-validated only, or also the former fixed 0.1 M rows",
     )
-    args = parser.parse_args(argv)
+    args = parse_args_quick(
+        parser,
+        argv,
+        tables=[2],
+        runs=1,
+        max_size=100,
+        n_projections=20,
+        ctd_iter=30,
+        em_iter=50,
+        rho="cv",
+    )
     t0 = time.perf_counter()
     for table in args.tables:
         run_table(table, args)

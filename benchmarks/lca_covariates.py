@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import argparse
 import time
-import warnings
 
 import numpy as np
+from _common import fit_stepmix as fit_stepmix_model
+from _common import parse_args_quick, stepmix_input
 from sklearn.metrics import adjusted_rand_score
 
 from bayespmf.fit import fit_latent_class_regression
@@ -54,25 +55,18 @@ def simulate(n_rows: int, seed: int):
 
 
 def fit_stepmix(x, z, seed):
-    from stepmix.stepmix import StepMix
-
-    xs = x.astype(float)
-    xs[x < 0] = np.nan
-    model = StepMix(
-        n_components=RANK,
-        measurement="categorical_nan",
+    xs = stepmix_input(x)
+    model, _ = fit_stepmix_model(
+        xs,
+        RANK,
+        z,
         structural="covariate",
         n_steps=1,
         n_init=10,
         max_iter=2000,
         abs_tol=1e-10,
         random_state=seed,
-        progress_bar=0,
-        verbose=0,
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(xs, z)
     params = model.get_parameters()
     pis = params["measurement"]["pis"]  # (F, N * max_outcomes)
     max_out = pis.shape[1] // N_ITEMS
@@ -112,7 +106,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-rows", type=int, default=2000)
-    args = parser.parse_args()
+    args = parse_args_quick(parser, None, n_rows=300)
     x, z, h, true_factors = simulate(args.n_rows, args.seed)
     design = check_covariates(z, x.shape[0], fit_intercept=True, owner="benchmark")
     data = prepare_covariate_data(x, [N_CAT] * N_ITEMS, design)

@@ -26,6 +26,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from _common import fit_stepmix, stepmix_input
 from sklearn.metrics import adjusted_rand_score
 
 from bayespmf.datasets import load_car, load_nursery, load_votes, make_latent_class
@@ -74,23 +75,8 @@ def n_parameters(n_cat, rank):
 
 def stepmix_fit(data, rank):
     """StepMix's categorical_nan fit; its parameters as LatentClassParams."""
-    from stepmix.stepmix import StepMix
-
-    x = data.codes.astype(float)
-    x[x < 0] = np.nan
-    model = StepMix(
-        n_components=rank,
-        measurement="categorical_nan",
-        n_init=STEPMIX_N_INIT,
-        random_state=0,
-        verbose=0,
-        progress_bar=0,
-    )
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(x)
-    elapsed = time.perf_counter() - t0
+    x = stepmix_input(data.codes)
+    model, elapsed = fit_stepmix(x, rank, n_init=STEPMIX_N_INIT, random_state=0)
     par = model.get_parameters()
     pis = np.asarray(par["measurement"]["pis"])  # (F, N * L)
     n_cat = data.n_categories

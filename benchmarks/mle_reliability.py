@@ -44,6 +44,8 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from _common import fit_stepmix as fit_stepmix_model
+from _common import stepmix_input, stepmix_to_bayespmf
 from _lca_suite import ALL_CASES, QUICK_CASES, Case, suite
 
 from bayespmf import datasets
@@ -102,34 +104,6 @@ def time_cap(seconds: float):
 def total_loglik(est: LatentClassPMF, data) -> float:
     """The one log-likelihood used for every bayespmf fit: the sum over rows."""
     return float(est.score_samples(data).sum())
-
-
-def stepmix_input(data) -> np.ndarray:
-    """Integer codes as floats with NaN for missing (StepMix's 'categorical_nan')."""
-    x = data.codes.astype(float)
-    x[data.codes < 0] = np.nan
-    return x
-
-
-def stepmix_to_bayespmf(model, n_categories) -> tuple[np.ndarray, list]:
-    """StepMix's fitted parameters as bayespmf ``(weights (F,), [A_n (I_n, F)])``.
-
-    StepMix's categorical measurement model stores ``pis`` of shape (F, N * L) with
-    ``pis[f, n * L + i] = Pr(x_n = i | class f)``, where ``L`` (``max_n_outcomes``) is the
-    largest alphabet size seen in the data; variable ``n`` uses the first ``I_n`` of its
-    ``L`` slots. Categories above the largest code in the data get probability 0.
-    """
-    params = model.get_parameters()
-    weights = np.asarray(params["weights"], dtype=float)
-    pis = np.asarray(params["measurement"]["pis"], dtype=float)
-    width = int(params["measurement"]["max_n_outcomes"])
-    factors = []
-    for n, size in enumerate(np.asarray(n_categories, dtype=int)):
-        a = pis[:, n * width : (n + 1) * width].T  # (L, F)
-        if a.shape[0] < size:
-            a = np.vstack([a, np.zeros((size - a.shape[0], a.shape[1]))])
-        factors.append(a[:size])
-    return weights, factors
 
 
 # --------------------------------------------------------------------------- fits
@@ -211,26 +185,19 @@ def fit_single(case: Case, method: str, seed: int, cap: float) -> Row:
 def fit_stepmix(case: Case, seed: int, n_init: int, tol: float, max_iter: int):
     """StepMix with ``n_init`` starts; returns the row and the scale check (or None)."""
     try:
-        from stepmix.stepmix import StepMix
+        import stepmix  # noqa: F401
     except ImportError:
         return Row(f"StepMix (n_init={n_init})", note="skipped: pip install stepmix"), None
-    x = stepmix_input(case.data)
-    model = StepMix(
-        n_components=case.rank,
-        measurement="categorical_nan",
+    x = stepmix_input(case.data.codes)
+    model, seconds = fit_stepmix_model(
+        x,
+        case.rank,
         n_init=n_init,
         max_iter=max_iter,
         abs_tol=1e-10,  # on the mean log-likelihood per row
         rel_tol=tol,  # relative change of the log-likelihood, as bayespmf's tol
         random_state=seed,
-        verbose=0,
-        progress_bar=0,
     )
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(x)
-    seconds = time.perf_counter() - t0
     n_rows = x.shape[0]
     own = float(model.score(x)) * n_rows  # StepMix's mean log-likelihood per row
     # each start's final mean log-likelihood, on the total scale

@@ -41,6 +41,7 @@ import time
 import warnings
 
 import numpy as np
+from _common import timed
 from _lca_suite import suite
 
 from bayespmf.fit import defaults
@@ -182,12 +183,6 @@ def crossover(refine, start, rng, seconds, pop_size=30):
         if ll > lls.min() and np.all(np.abs(lls - ll) > ms.OPTIMUM_LOGLIK_ATOL):
             pop[int(np.argmin(lls))] = (ll, params)
     return max(p[0] for p in pop)
-
-
-def timed(fn, *args):
-    t0 = time.perf_counter()
-    out = fn(*args)
-    return out, time.perf_counter() - t0
 
 
 def main():

@@ -78,9 +78,9 @@ import os
 import warnings
 
 import numpy as np
+from _common import timed
 from _lca_suite import suite
 from mle_reliability import fit_stepmix
-from mle_search import timed
 
 from bayespmf.fit import defaults
 from bayespmf.fit import latent_class as lc

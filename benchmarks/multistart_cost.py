@@ -22,6 +22,7 @@ import time
 import warnings
 
 import numpy as np
+from _common import parse_args_quick
 
 from bayespmf.datasets import load_car, load_votes, make_latent_class
 from bayespmf.fit import source as fit_source
@@ -93,7 +94,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n-init", type=int, default=100)
     ap.add_argument("--collapse", action="store_true")
-    args = ap.parse_args()
+    args = parse_args_quick(ap, None, n_init=10)
     if args.collapse:
         collapse()
         return

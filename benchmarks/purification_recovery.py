@@ -18,6 +18,7 @@ import argparse
 import time
 
 import numpy as np
+from _common import parse_args_quick
 
 from bayespmf.datasets._simulate_nmf import make_purification_data
 from bayespmf.fit.purification import purification
@@ -40,7 +41,7 @@ def main(argv=None):
     p.add_argument("--noise", type=float, nargs="+", default=[0.0, 0.005, 0.01, 0.02])
     p.add_argument("--pinv", default="min-inf", choices=["min-inf", "moore-penrose"])
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    args = parse_args_quick(p, argv, samples=2000, iters=[0, 1, 5], noise=[0.0, 0.01])
     print(
         f"S={args.samples} m={args.features} n={args.components} s={args.sparsity} "
         f"eta={args.eta} alpha={args.alpha} pinv={args.pinv}; error ||A_hat - A*||_1"

@@ -20,6 +20,7 @@ import time
 import warnings
 
 import numpy as np
+from _common import parse_args_quick
 
 #: Table III of the paper (averages over 1000 trials; MATLAB on their machine).
 PAPER_TABLE3 = {
@@ -51,7 +52,7 @@ def main(argv=None):
     parser.add_argument("--n-rows", type=int, default=100_000)
     parser.add_argument("--tol", type=float, default=1e-10)
     parser.add_argument("--seed", type=int, default=2022)
-    args = parser.parse_args(argv)
+    args = parse_args_quick(parser, argv, trials=2, n_rows=5000)
     if args.trials < 1:
         parser.error("--trials must be >= 1")
 

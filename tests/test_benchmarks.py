@@ -1,0 +1,91 @@
+"""Smoke runs of the benchmark scripts: each ``--quick`` run exits 0 and prints its table.
+
+Every script under ``benchmarks/`` that has a ``--quick`` flag runs here in a fresh
+process (as ``python benchmarks/<script>.py --quick`` would), and its output must show
+the table it exists to print: a header or a row with a number, not only no crash. A
+script whose optional peer or backend is missing is skipped. The index
+``benchmarks/README.md`` must name every script.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+
+#: A number as the scripts print it (signed, decimal, maybe in exponent form).
+NUM = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+
+#: script -> (arguments after ``--quick``, module it needs beyond the core or None,
+#: a regular expression its standard output must match).
+QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
+    "bench_em_step.py": ([], None, rf"ratio default / SciPy: {NUM}"),
+    "bench_marginals.py": ([], None, rf"pairwise_marginals\s+{NUM} ms"),
+    "bench_wide.py": ([], None, rf"^\s+400\s+{NUM}\s+{NUM}\s+{NUM}"),
+    "cnmf_tables.py": ([], None, rf"^\| CNMF-SPA \| {NUM} ± {NUM} \| 0\.0669 \|"),
+    "dask_scaling.py": ([], "dask", rf"^\|\s+20,000 \| dask\s+\| marginals\s+\|\s+{NUM}"),
+    "dsn_figures.py": ([], None, rf"^\s+1500 \|\s+{NUM}\s+{NUM}s \|"),
+    "jax_data.py": ([], "jax", rf"^\| 500 \| .* \| {NUM} \| {NUM} \|"),
+    "juror_tables.py": ([], None, rf"^SPA\s+{NUM} \[0\.175\]"),
+    "lca_covariates.py": ([], "stepmix", rf"^log-likelihood \(ours\)\s+{NUM}\s+{NUM}"),
+    "mle_reliability.py": (
+        "--datasets votes --ref-starts 2 --ref-default-seeds 0 "
+        "--stepmix-n-init 2 --cap 10".split(),
+        "stepmix",
+        rf"^\| votes \| 435 \| 17 \| 3 \| StepMix \(n_init=2\) \| {NUM} \|",
+    ),
+    "multistart_cost.py": ([], None, rf"^\| car F=4 \| batched \+ pruned .* \| {NUM} \|"),
+    "purification_recovery.py": ([], None, rf"^none\s+0\.000\s+{NUM}"),
+    "squarem_table3.py": ([], None, rf"speed-up \(mean time EM / SQUAREM-PMF\):\s+{NUM}"),
+}
+
+#: Scripts with ``--quick`` that are not run here, and why.
+NOT_RUN = {
+    "stack_compare.py": "needs a second stack (--old-python, --old-root)",
+    "lca_vs_peers.py": "minutes: StepMix n_init=20 on 2000-3000 rows (62 s for one case)",
+}
+
+
+def scripts() -> list[str]:
+    return sorted(p.name for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
+
+
+@pytest.mark.parametrize("script", sorted(QUICK_RUNS))
+def test_quick_run_prints_its_table(script):
+    extra, needs, expected = QUICK_RUNS[script]
+    if needs is not None:
+        pytest.importorskip(needs)
+    proc = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--quick", *extra],
+        cwd=ROOT,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert re.search(expected, proc.stdout, flags=re.MULTILINE), proc.stdout[-4000:]
+
+
+def test_every_script_with_quick_is_run():
+    with_quick = {
+        name
+        for name in scripts()
+        if re.search(r'"--quick"|parse_args_quick\(', (BENCHMARKS / name).read_text())
+    }
+    assert with_quick == set(QUICK_RUNS) | set(NOT_RUN)
+
+
+def test_index_names_every_script():
+    index = (BENCHMARKS / "README.md").read_text()
+    listed = set(re.findall(r"^\| `([a-z_0-9]+\.py)` \|", index, flags=re.MULTILINE))
+    assert listed == set(scripts())

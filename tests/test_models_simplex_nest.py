@@ -121,7 +121,10 @@ def test_small_nuts_starts_at_vlad_and_aligns():
 def test_sample_errors():
     X, _ = make_simplex_nest(20, 3, 2, alpha=1.0, sigma=0.1, random_state=0)
     model = simplex_nest_model(X, 2, alpha=1.0)
-    with pytest.raises(DataValidationError, match=r"'method' must be 'nuts' or 'advi'"):
+    with pytest.raises(
+        DataValidationError,
+        match=r"'method' parameter of sample_simplex_nest must be 'nuts' or 'advi'",
+    ):
         sample_simplex_nest(model, method="gibbs")
     with pytest.raises(DataValidationError, match=r"built by bayespmf"):
         sample_simplex_nest(pm.Model())

@@ -11,6 +11,7 @@ from bayespmf.models.averaging import (
     stacking_weights,
 )
 from bayespmf.models.diagnostics import convergence_summary
+from bayespmf.models.gibbs import LatentClassGibbs
 from bayespmf.models.latent_class import LatentClassRows, latent_class_model, model_data
 from bayespmf.models.posterior import model_family, sample
 from bayespmf.models.predict import impute, posterior_class_proba, posterior_predict_proba
@@ -32,6 +33,7 @@ from bayespmf.models.simplex_nest import (
 
 __all__ = [
     "check_sampler_args",
+    "LatentClassGibbs",
     "LatentClassRegressionRows",
     "LatentClassRows",
     "align_labels",

@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: The samplers :func:`run_sampler` runs.
-SAMPLING_METHODS = ("nuts", "advi")
+SAMPLING_METHODS = ("nuts", "advi", "gibbs")
 
 #: The NUTS implementations :func:`run_sampler` drives (``nuts_sampler=``), each with
 #: the package that provides it.
@@ -191,6 +191,9 @@ def check_sample_kwargs(
         ADVI or an ADVI option with NUTS, a key of ``nuts={...}`` that PyMC's NUTS
         does not have, ``advi_iterations < 1`` with ADVI.
     """
+    if method == "gibbs":
+        _check_gibbs_kwargs(sample_kwargs, owner)
+        return
     if method == "advi":
         if advi_iterations is not None:
             check_int(advi_iterations, "advi_iterations", owner=owner, low=1)
@@ -238,6 +241,30 @@ def check_sample_kwargs(
             )
 
 
+def _check_gibbs_kwargs(sample_kwargs: dict, owner: str) -> None:
+    """Refuse a keyword ``pm.sample`` would not use with the Gibbs step."""
+    sampler = sample_kwargs.get("nuts_sampler", "pymc")
+    if sampler != "pymc":
+        raise DataValidationError(
+            f"{owner}: nuts_sampler={sampler!r} applies to method='nuts' only; drop it "
+            "for method='gibbs'."
+        )
+    valid = _named_parameters(pm.sample) - _PM_SAMPLE_SET - _GIBBS_SET
+    bad = sorted(set(sample_kwargs) - valid - {"nuts_sampler"})
+    if bad:
+        raise DataValidationError(
+            f"{owner}(method='gibbs') got keyword argument(s) {bad} that the Gibbs "
+            f"sampler does not take. Valid ones: {sorted(valid)}."
+        )
+
+
+#: ``pm.sample`` arguments that do not apply to the Gibbs step (it is the only step,
+#: it needs no initialization of a mass matrix).
+_GIBBS_SET = frozenset(
+    {"step", "init", "n_init", "nuts", "nuts_sampler", "nuts_sampler_kwargs"}
+)
+
+
 def check_sampler_args(
     method, draws, tune, chains, owner: str, *, advi_iterations=None, sample_kwargs=None
 ) -> tuple[int, int, int]:
@@ -248,7 +275,9 @@ def check_sampler_args(
     that a bad keyword is refused before a point estimate is fitted.
     """
     if method not in SAMPLING_METHODS:
-        raise DataValidationError(f"'method' must be 'nuts' or 'advi'; got {method!r}.")
+        raise DataValidationError(
+            f"'method' must be 'nuts', 'advi' or 'gibbs'; got {method!r}."
+        )
     out = (
         check_int(draws, "draws", owner=owner, low=1),
         check_int(tune, "tune", owner=owner, low=0),
@@ -312,7 +341,11 @@ def run_sampler(
     advi_iterations: int,
     **sample_kwargs,
 ):
-    """Run NUTS (``pm.sample`` or an external NUTS) or ADVI (``pm.fit``), timed.
+    """Run NUTS (``pm.sample`` or an external NUTS), Gibbs or ADVI (``pm.fit``), timed.
+
+    ``method="gibbs"`` runs ``pm.sample`` with
+    :class:`bayespmf.models.gibbs.LatentClassGibbs` as the only step (latent-class
+    models only), the chains in parallel as for NUTS.
 
     ``initvals`` is ``None`` or one dict of constrained values per chain (ADVI starts
     from the first); every NUTS backend starts chain ``c`` exactly at ``initvals[c]``
@@ -352,8 +385,9 @@ def run_sampler(
     nuts_sampler = sample_kwargs.pop("nuts_sampler", "pymc")
     t0 = time.perf_counter()
     with model:
-        if method == "nuts":
-            check_nuts_sampler(nuts_sampler, tune)
+        if method in ("nuts", "gibbs"):
+            if method == "nuts":
+                check_nuts_sampler(nuts_sampler, tune)
             sample_kwargs.setdefault("cores", max(1, min(chains, n_cpus())))
             common = dict(
                 draws=draws,
@@ -363,11 +397,18 @@ def run_sampler(
                 random_seed=random_seed,
                 progressbar=progressbar,
             )
-            if nuts_sampler == "pymc":
+            if method == "gibbs":  # the conjugate step of bayespmf.models.gibbs
+                from bayespmf.models.gibbs import LatentClassGibbs
+
+                # threads over rows in each chain; the chains' processes share the CPUs
+                threads = max(1, n_cpus() // sample_kwargs["cores"])
+                sample_kwargs["step"] = LatentClassGibbs(model=model, threads=threads)
+            elif nuts_sampler == "pymc":
                 # PyMC 6 picks nutpie by default when it is installed: name PyMC's own
                 sample_kwargs["nuts_sampler"] = "pymc"
                 if initvals is not None:
                     sample_kwargs.setdefault("init", "adapt_diag")
+            if method == "gibbs" or nuts_sampler == "pymc":
                 if _jax_imported() and sample_kwargs["cores"] > 1:
                     # JAX's threads do not survive os.fork() (it warns of deadlocks):
                     # once a JAX backend has run in this process, start PyMC's chain

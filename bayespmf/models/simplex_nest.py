@@ -444,6 +444,11 @@ def sample_simplex_nest(
     ...     tune=5, chains=1, random_seed=0, progressbar=False)  # doctest: +SKIP
     """
     info = _model_info(model)
+    if method not in ("nuts", "advi"):  # the Gibbs step is for latent-class models
+        raise DataValidationError(
+            f"The 'method' parameter of sample_simplex_nest must be 'nuts' or 'advi'; "
+            f"got {method!r} (method='gibbs' samples latent-class models only)."
+        )
     draws, tune, chains = check_sampler_args(
         method,
         draws,

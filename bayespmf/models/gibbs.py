@@ -1,0 +1,208 @@
+r"""A Gibbs step for the class-marginalized latent-class model, run by ``pm.sample``.
+
+The model of :func:`bayespmf.models.latent_class_model` sums the class out, but its
+priors are conjugate to the complete-data likelihood: drawing the class labels
+:math:`z \mid \theta, x` and then :math:`\theta \mid z, x`,
+
+.. math::
+
+    \lambda \sim \mathrm{Dir}(\alpha_\lambda + n), \qquad
+    A_n(f, :) \sim \mathrm{Dir}(\alpha_A + m_{n,f,:}),
+
+(:math:`n_f` the rows in class :math:`f`, :math:`m_{n,f,i}` the rows of class
+:math:`f` with :math:`x_n = i`, missing entries skipped) is a Markov kernel whose
+stationary law, its :math:`z` discarded, is the marginal posterior of
+:math:`\theta`. :class:`LatentClassGibbs` is that kernel as a PyMC step over the
+model's value variables of ``weights`` and every ``A_<name>``, in whatever
+coordinates the model samples them (the value transforms are applied to each draw),
+so ``pm.sample(step=...)`` runs it with PyMC's chains, progress bar and seeding.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pymc.model import modelcontext
+from pymc.step_methods.compound import BlockedStep, StepMethodState
+from pymc.util import get_random_generator
+
+from bayespmf._runtime import n_cpus
+from bayespmf._validation import DataValidationError
+from bayespmf.kernels.gibbs_numba import draw_class_counts, draw_dirichlet
+from bayespmf.models._names import OBSERVED_NAME
+from bayespmf.pmf import observed_csr
+
+__all__ = ["LatentClassGibbs"]
+
+_FACTOR_PREFIX = "A_"
+_LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
+
+
+def _refuse(why: str):
+    return DataValidationError(
+        f"LatentClassGibbs samples plain latent-class models only (built by "
+        f"bayespmf.models.latent_class_model without covariates): {why}. Sample this "
+        "model by NUTS (bayespmf.models.sample(..., method='nuts'))."
+    )
+
+
+def _constant(var) -> np.ndarray:
+    """A Dirichlet concentration (constant: any free variable has been refused)."""
+    return np.asarray(var.eval(), dtype=np.float64)
+
+
+def _model_parts(model):
+    """Check ``model`` and return (weights rv, factor rvs, rows' codes, priors)."""
+    if model.potentials:
+        raise _refuse(f"it has potentials {[p.name for p in model.potentials]}")
+    if len(model.observed_RVs) != 1 or model.observed_RVs[0].name != OBSERVED_NAME:
+        raise _refuse(
+            f"its observed variables are {[v.name for v in model.observed_RVs]}, not "
+            f"one {OBSERVED_NAME!r}"
+        )
+    obs = model.observed_RVs[0]
+    if type(obs.owner.op).__name__ != "LatentClassRows":
+        raise _refuse(f"{OBSERVED_NAME!r} is not a LatentClassRows variable")
+    free = [v for v in obs.owner.inputs if v in model.free_RVs]
+    if not free or free[0].name != "weights":
+        raise _refuse("its rows do not depend on a free 'weights' variable")
+    weights, factors = free[0], free[1:]
+    if set(model.free_RVs) != set(free):
+        extra = sorted(v.name for v in set(model.free_RVs) - set(free))
+        raise _refuse(f"it has other free variables {extra}")
+    for rv in free:
+        if type(rv.owner.op).__name__ != "DirichletRV":
+            raise _refuse(f"{rv.name!r} is not Dirichlet")
+        if not rv.name.startswith(_FACTOR_PREFIX) and rv is not weights:
+            raise _refuse(f"factor {rv.name!r} is not named A_<variable>")
+    w_prior = _constant(weights.owner.op.dist_params(weights.owner)[0])
+    a_priors = [_constant(rv.owner.op.dist_params(rv.owner)[0]) for rv in factors]
+    rank = w_prior.shape[-1]
+    a_priors = [np.broadcast_to(a, (rank, a.shape[-1])).copy() for a in a_priors]
+    codes = np.asarray(model.rvs_to_values[obs].eval(), dtype=np.int64)
+    return weights, factors, codes, np.broadcast_to(w_prior, (rank,)).copy(), a_priors
+
+
+class LatentClassGibbs(BlockedStep):
+    r"""Gibbs step of a latent-class model: class labels drawn, then Dirichlets.
+
+    Each step draws the class of every row given the current weights and factors
+    (the rows collapsed into unique patterns with counts; a pattern's rows get
+    multinomial class counts), then :math:`\lambda \sim \mathrm{Dir}(\alpha_\lambda
+    + n)` and every class's PMF of every variable
+    :math:`A_n(f, :) \sim \mathrm{Dir}(\alpha_A + m_{n,f,:})`; the labels are
+    discarded. The priors are read from the model (``weights_prior``,
+    ``factor_prior``). The draws are written in the model's value coordinates
+    (its value transforms, compiled once), so the step works with PyMC's ``simplex``
+    transform or :func:`bayespmf.models.pivot_model`'s. It has no tuning; its random
+    generator is the one ``pm.sample`` gives each chain (``random_seed``).
+
+    Parameters
+    ----------
+    vars : list, optional
+        The value variables (default: all of the model's, which must be ``weights``
+        and every ``A_<name>``).
+    model : pymc.Model, optional
+        A model from :func:`bayespmf.models.latent_class_model` (no covariates, no
+        potentials, no other free variables); default: the model in context.
+    threads : int, optional
+        Threads over blocks of rows in the label draw (default: the CPUs this
+        process may use). The draws do not depend on it.
+    rng : numpy.random.Generator or int, optional
+
+    Raises
+    ------
+    DataValidationError
+        The model is not a plain latent-class model.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from bayespmf.models import latent_class_model
+    >>> model = latent_class_model(np.array([[0, 1], [1, 0], [1, 1]]), 2,
+    ...                            n_categories=[2, 2])
+    >>> with model:
+    ...     idata = pm.sample(draws=20, tune=0, chains=1, step=LatentClassGibbs(),
+    ...                       random_seed=0, progressbar=False,
+    ...                       compute_convergence_checks=False)
+    >>> idata.posterior["weights"].shape
+    (1, 20, 2)
+    """
+
+    name = "latent_class_gibbs"
+    stats_dtypes_shapes: ClassVar[dict] = {}
+    _state_class = StepMethodState
+
+    def __init__(self, vars=None, *, model=None, threads=None, rng=None, blocked=True):
+        model = modelcontext(model)
+        weights, factors, codes, w_prior, a_priors = _model_parts(model)
+        rvs = [weights, *factors]
+        values = [model.rvs_to_values[rv] for rv in rvs]
+        if vars is not None:
+            given = {model.rvs_to_values.get(v, v) for v in vars}
+            if given != set(values):
+                raise _refuse(
+                    "it must update every simplex at once: vars must be "
+                    f"{[v.name for v in values]}"
+                )
+        self.vars = values
+        self.blocked = True
+        self.rng = get_random_generator(rng)
+        self.threads = n_cpus() if threads is None else max(1, int(threads))
+        n_cat = [int(a.shape[-1]) for a in a_priors]
+        keep = (codes >= 0).any(axis=1)
+        patterns, counts = np.unique(codes[keep], axis=0, return_counts=True)
+        self._indptr, self._indices = observed_csr(patterns, n_cat)
+        self._row_count = counts.astype(np.int64)
+        self._offsets = np.concatenate([[0], np.cumsum(n_cat)])
+        self._w_prior = w_prior
+        self._a_priors = a_priors
+        self._names = [v.name for v in values]
+        logs, forwards, log_xs = [], [], []
+        for rv, value in zip(rvs, values, strict=True):
+            transform = model.rvs_to_transforms.get(rv)
+            log_x = pt.tensor(dtype="float64", shape=(None,) * rv.ndim)
+            if transform is None:
+                logs.append(pt.log(value))
+                forwards.append(pt.exp(log_x))
+            else:
+                logs.append(pt.log(transform.backward(value, *rv.owner.inputs)))
+                forwards.append(transform.forward(pt.exp(log_x), *rv.owner.inputs))
+            log_xs.append(log_x)
+        # two small graphs, compiled once: value -> log simplex, log simplex -> value
+        self._to_log = pytensor.function(values, logs)
+        self._to_value = pytensor.function(log_xs, forwards)
+
+    @staticmethod
+    def competence(var, has_grad):  # noqa: D102 - never assigned automatically
+        from pymc.step_methods.compound import Competence
+
+        return Competence.INCOMPATIBLE
+
+    def step(self, point):
+        """One Gibbs sweep from ``point``: labels drawn and discarded, new simplexes."""
+        log_w, *log_factors = self._to_log(*(point[n] for n in self._names))
+        log_a = np.vstack([la.T for la in log_factors])
+        totals, counts = draw_class_counts(
+            log_w,
+            log_a,
+            self._indptr,
+            self._indices,
+            self._row_count,
+            self.rng,
+            threads=self.threads,
+        )
+        new = [draw_dirichlet(self._w_prior + totals, self.rng)]
+        for n, prior in enumerate(self._a_priors):
+            m = counts[self._offsets[n] : self._offsets[n + 1]].T
+            new.append(draw_dirichlet(prior + m, self.rng))
+        # a probability below the smallest normal double is kept at that value, so
+        # that the value transforms never see log(0)
+        new = [np.maximum(x, _LOG_TINY) for x in new]
+        out = dict(point)
+        for name, value in zip(self._names, self._to_value(*new), strict=True):
+            out[name] = np.asarray(value, dtype=point[name].dtype)
+        return out, [{}]

@@ -1,0 +1,263 @@
+"""The Gibbs step of the latent-class model (issue 25, item 1)."""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from bayespmf import DataValidationError
+from bayespmf.datasets import make_latent_class
+from bayespmf.kernels.gibbs_numba import BLOCK_ROWS, draw_class_counts, draw_dirichlet
+from bayespmf.models import LatentClassGibbs, latent_class_model, sample
+from bayespmf.pmf import observed_csr
+
+N_CAT = [3, 2, 3]
+
+
+def _toy(seed=0, n_rows=40):
+    rng = np.random.default_rng(seed)
+    codes = np.column_stack([rng.integers(0, k, size=n_rows) for k in N_CAT])
+    codes[rng.random(codes.shape) < 0.25] = -1
+    codes[0] = [0, 1, 2]  # a fully observed row
+    log_w = np.log(rng.dirichlet(np.ones(3)))
+    log_a = np.vstack([np.log(rng.dirichlet(np.ones(k), size=3)).T for k in N_CAT])
+    return codes, log_w, log_a
+
+
+def _responsibilities(codes, log_w, log_a):
+    """Exact class probabilities of every row, by NumPy (missing entries skipped)."""
+    offsets = np.concatenate([[0], np.cumsum(N_CAT)])
+    out = np.tile(log_w, (len(codes), 1))
+    for n in range(codes.shape[1]):
+        seen = codes[:, n] >= 0
+        out[seen] += log_a[offsets[n] + codes[seen, n]]
+    out = np.exp(out - out.max(axis=1, keepdims=True))
+    return out / out.sum(axis=1, keepdims=True), offsets
+
+
+def _expected_counts(codes, weight, log_w, log_a):
+    r, offsets = _responsibilities(codes, log_w, log_a)
+    r = r * weight[:, None]
+    counts = np.zeros_like(log_a)
+    for n in range(codes.shape[1]):
+        seen = codes[:, n] >= 0
+        np.add.at(counts, offsets[n] + codes[seen, n], r[seen])
+    return r.sum(axis=0), counts
+
+
+def _mean_counts(codes, weight, log_w, log_a, n_draws, seed):
+    indptr, indices = observed_csr(codes, N_CAT)
+    rng = np.random.default_rng(seed)
+    draws = [
+        draw_class_counts(log_w, log_a, indptr, indices, weight, rng)
+        for _ in range(n_draws)
+    ]
+    totals = np.array([t for t, _ in draws], dtype=float)
+    counts = np.array([m for _, m in draws], dtype=float)
+    return totals, counts
+
+
+def test_kernel_counts_exact_for_a_certain_class():
+    """Where every row's class is certain the counts are the NumPy tallies."""
+    codes, _, _ = _toy()
+    truth = np.arange(len(codes)) % 3
+    codes[:, 0] = truth  # variable 0 says the class: A_0 is the identity
+    log_a = np.full((sum(N_CAT), 3), np.log(0.5))
+    log_a[:3] = np.where(np.eye(3) > 0, 0.0, -np.inf)
+    weight = np.arange(len(codes)) % 4 + 1
+    indptr, indices = observed_csr(codes, N_CAT)
+    totals, counts = draw_class_counts(
+        np.log(np.full(3, 1 / 3)),
+        log_a,
+        indptr,
+        indices,
+        weight,
+        np.random.default_rng(1),
+    )
+    exp_totals, exp_counts = _expected_counts(codes, weight, np.zeros(3), log_a)
+    np.testing.assert_array_equal(totals, exp_totals)
+    np.testing.assert_array_equal(counts, exp_counts)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_kernel_mean_counts_match_responsibilities(weighted):
+    """(a) Mean counts over many draws equal the exact expected counts (5 MC s.e.)."""
+    codes, log_w, log_a = _toy()
+    weight = (np.arange(len(codes)) % 5 + 1) if weighted else np.ones(len(codes), int)
+    totals, counts = _mean_counts(codes, weight, log_w, log_a, 3000, seed=2)
+    exp_totals, exp_counts = _expected_counts(codes, weight, log_w, log_a)
+    se_t = totals.std(axis=0) / np.sqrt(len(totals))
+    se_m = counts.std(axis=0) / np.sqrt(len(counts))
+    assert np.all(np.abs(totals.mean(axis=0) - exp_totals) <= 5 * se_t + 1e-9)
+    assert np.all(np.abs(counts.mean(axis=0) - exp_counts) <= 5 * se_m + 1e-9)
+    # missing entries are skipped: each variable's counts add up to its observed rows
+    offsets = np.concatenate([[0], np.cumsum(N_CAT)])
+    for n in range(len(N_CAT)):
+        seen = codes[:, n] >= 0
+        assert counts[:, offsets[n] : offsets[n + 1]].sum(axis=(1, 2)).tolist() == [
+            weight[seen].sum()
+        ] * len(counts)
+
+
+def test_weighted_patterns_sample_as_expanded_rows():
+    """(c) A pattern of count c draws as its c rows: same mean and variance of n_f."""
+    codes, log_w, log_a = _toy(n_rows=12)
+    weight = np.array([7, 1, 3, 9, 2, 5, 1, 4, 6, 2, 8, 3])
+    expanded = np.repeat(codes, weight, axis=0)
+    t_pat, _ = _mean_counts(codes, weight, log_w, log_a, 4000, seed=3)
+    t_exp, _ = _mean_counts(expanded, np.ones(len(expanded), int), log_w, log_a, 4000, 4)
+    se = np.sqrt(t_pat.var(axis=0) / len(t_pat) + t_exp.var(axis=0) / len(t_exp))
+    assert np.all(np.abs(t_pat.mean(axis=0) - t_exp.mean(axis=0)) <= 5 * se)
+    # the variances (multinomial, not c copies of one draw) agree within 15 %
+    ratio = t_pat.var(axis=0) / t_exp.var(axis=0)
+    assert np.all(np.abs(ratio - 1) < 0.15), ratio
+
+
+def test_kernel_reproducible_and_thread_independent():
+    codes = np.random.default_rng(5).integers(0, 2, size=(3 * BLOCK_ROWS + 7, 3))
+    indptr, indices = observed_csr(codes, [2, 2, 2])
+    log_w, log_a = np.log([0.3, 0.7]), np.log(np.full((6, 2), 0.5))
+    ones = np.ones(len(codes), dtype=np.int64)
+    args = (log_w, log_a, indptr, indices, ones)
+    one = draw_class_counts(*args, np.random.default_rng(9), threads=1)
+    two = draw_class_counts(*args, np.random.default_rng(9), threads=2)
+    other = draw_class_counts(*args, np.random.default_rng(10), threads=2)
+    np.testing.assert_array_equal(one[1], two[1])
+    assert not np.array_equal(one[1], other[1])
+
+
+def test_draw_dirichlet_mean_and_tiny_concentrations():
+    rng = np.random.default_rng(0)
+    alpha = np.array([0.5, 2.0, 7.5])
+    x = np.exp(draw_dirichlet(np.tile(alpha, (20000, 1)), rng))
+    np.testing.assert_allclose(x.mean(axis=0), alpha / alpha.sum(), atol=0.01)
+    tiny = draw_dirichlet(np.array([1e-3, 1e-3, 50.0]), rng)
+    assert np.all(np.isfinite(tiny)) and np.isclose(np.logaddexp.reduce(tiny), 0.0)
+
+
+def _gibbs(model, seed, draws=100, chains=2, tune=20):
+    with model:
+        return pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=1,
+            random_seed=seed,
+            step=LatentClassGibbs(),
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+
+
+def test_same_seed_same_draws():
+    """(d) pm.sample(random_seed=...) makes the Gibbs draws reproducible."""
+    codes, _, _ = _toy()
+    model = latent_class_model(codes, 2, n_categories=N_CAT)
+    a, b, c = (_gibbs(model, s, draws=30, tune=0)["posterior"] for s in (3, 3, 4))
+    for name in ("weights", "A_x0", "A_x2"):
+        np.testing.assert_array_equal(a[name].values, b[name].values)
+        assert not np.allclose(a[name].values, c[name].values)
+    assert not np.allclose(a["weights"].values[0], a["weights"].values[1])  # chains
+
+
+def test_priors_are_the_model_priors():
+    """(e) factor_prior: rank 1 has the exact posterior Dir(prior + category counts);
+    weights_prior: one step from a fixed point has E[lambda] = (a + E[n]) / (F a + S).
+    """
+    codes, log_w, log_a = _toy(n_rows=20)
+    model = latent_class_model(codes, 1, n_categories=N_CAT, factor_prior=6.0)
+    step = LatentClassGibbs(model=model, rng=0)
+    point = model.initial_point()
+    draws = []
+    for _ in range(1500):
+        point, _ = step.step(point)
+        draws.append(np.exp(step._to_log(*(point[n] for n in step._names))[1])[0])
+    seen = codes[:, 0][codes[:, 0] >= 0]
+    exact = (6.0 + np.bincount(seen, minlength=3)) / (18.0 + len(seen))
+    se = np.std(draws, axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(np.mean(draws, axis=0) - exact) <= 5 * se)
+
+    alpha = 40.0
+    model = latent_class_model(codes, 3, n_categories=N_CAT, weights_prior=alpha)
+    step = LatentClassGibbs(model=model, rng=1)
+    start = model.initial_point()
+    # the start at (log_w, log_a), where the exact responsibilities are known
+    offsets = np.concatenate([[0], np.cumsum(N_CAT)])
+    parts = [log_a[offsets[n] : offsets[n + 1]].T for n in range(len(N_CAT))]
+    start.update(zip(step._names, step._to_value(log_w, *parts), strict=True))
+    w = []
+    for _ in range(1500):
+        new = step.step(start)[0]
+        w.append(np.exp(step._to_log(*(new[n] for n in step._names))[0]))
+    w = np.array(w)
+    exp_totals, _ = _expected_counts(codes, np.ones(len(codes)), log_w, log_a)
+    exact = (alpha + exp_totals) / (3 * alpha + len(codes))
+    se = w.std(axis=0) / np.sqrt(len(w))
+    assert np.all(np.abs(w.mean(axis=0) - exact) <= 5 * se)
+    flat = (1.0 + exp_totals) / (3 + len(codes))  # the default prior's mean differs
+    assert np.any(np.abs(exact - flat) > 20 * se)
+
+
+def test_refuses_models_that_are_not_plain_latent_class():
+    """(f) Covariates, potentials, extra variables: a clear error, nothing sampled."""
+    data, _ = make_latent_class(40, [2, 3], rank=2, random_state=0)
+    z = np.random.default_rng(0).normal(size=(data.n_samples, 1))
+    regression = latent_class_model(data, rank=2, covariates=z)
+    with pytest.raises(DataValidationError, match="plain latent-class"):
+        LatentClassGibbs(model=regression)
+    with pytest.raises(DataValidationError, match="latent-class models only"):
+        sample(regression, method="gibbs", draws=5, tune=0, chains=1)
+    potential = latent_class_model(data, rank=2)
+    with potential:
+        pm.Potential("penalty", -potential["weights"][0])
+    with pytest.raises(DataValidationError, match="potentials"):
+        LatentClassGibbs(model=potential)
+    extra = latent_class_model(data, rank=2)
+    with extra:
+        pm.Normal("mu")
+    with pytest.raises(DataValidationError, match="other free variables"):
+        LatentClassGibbs(model=extra)
+    with pytest.raises(DataValidationError, match="method='gibbs'"):
+        sample(latent_class_model(data, rank=2), method="gibbs", target_accept=0.9)
+
+
+@pytest.fixture(scope="module")
+def small_posteriors():
+    data, _ = make_latent_class(
+        150, [3, 3, 2, 3], rank=2, observed_prob=0.85, random_state=3
+    )
+    model = latent_class_model(data, rank=2)
+    opts = dict(chains=2, random_seed=11, progressbar=False, log_likelihood=False)
+    gibbs = sample(model, method="gibbs", draws=1500, tune=200, cores=1, **opts)
+    nuts = sample(model, method="nuts", draws=600, tune=400, cores=1, **opts)
+    return gibbs, nuts
+
+
+def _summary(idata, name):
+    import arviz as az
+
+    post = idata["posterior"].to_dataset()[[name]]
+    mean = post[name].mean(("chain", "draw")).values
+    sd = post[name].std(("chain", "draw")).values
+    ess = az.ess(post, method="mean")[name].values
+    return mean, sd, ess
+
+
+def test_front_door_groups(small_posteriors):
+    gibbs, _ = small_posteriors
+    assert gibbs.posterior.attrs["sampling_method"] == "gibbs"
+    assert {"posterior", "observed_data", "constant_data"} <= set(gibbs.children)
+    assert gibbs.posterior["weights"].shape == (2, 1500, 2)
+
+
+def test_agrees_with_nuts(small_posteriors):
+    """(b) Means within 4 combined MC standard errors (sd / sqrt(ESS) of each sampler,
+    plus 0.005 for the label alignment); sds within 4 s.e. of an sd (~ sd/sqrt(2 ESS))
+    plus 10 %."""
+    gibbs, nuts = small_posteriors
+    for name in ("weights", "A_x0", "A_x1", "A_x2", "A_x3"):
+        mg, sg, eg = _summary(gibbs, name)
+        mn, sn, en = _summary(nuts, name)
+        se = np.sqrt(sg**2 / eg + sn**2 / en)
+        assert np.all(np.abs(mg - mn) <= 4 * se + 0.005), (name, mg, mn, se)
+        se_sd = np.sqrt(sg**2 / (2 * eg) + sn**2 / (2 * en))
+        assert np.all(np.abs(sg - sn) <= 4 * se_sd + 0.1 * sn), (name, sg, sn)

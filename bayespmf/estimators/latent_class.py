@@ -126,9 +126,11 @@ class LatentClassPMF(BaseEstimator):
     random_state : None, int or numpy.random.Generator
         Seeds every random part: the random starts, the split search of CNMF-SPA,
         JUROR's projections.
-    backend : {"auto", "compiled", "scipy"}, default "auto"
-        The EM map: a compiled PyTensor graph, or SciPy sparse products (no
-        compilation; chosen by ``"auto"`` for small problems).
+    backend : {"auto", "numba", "pytensor", "scipy"}, default "auto"
+        The EM map (:func:`bayespmf.kernels.em.build_em_kernel`): ``"numba"`` (what
+        ``"auto"`` runs) one cached numba loop over the rows, which takes row weights
+        and many starts at once; ``"pytensor"`` a compiled PyTensor graph with a fused
+        E-step Op; ``"scipy"`` SciPy sparse products (the reference).
     progressbar : bool, default False
         Show a progress bar over starts or iterations.
 

@@ -252,8 +252,11 @@ def fit_em(
         log-likelihood gain still to come (Aitken estimate) is at most
         ``tol * max(|L|, 1)``.
     random_state : None, int or numpy.random.Generator
-    backend : {"auto", "compiled", "scipy"}, default "auto"
-        The EM map (:func:`bayespmf.kernels.em.build_em_kernel`).
+    backend : {"auto", "numba", "pytensor", "scipy"}, default "auto"
+        The EM map (:func:`bayespmf.kernels.em.build_em_kernel`): ``"numba"`` (what
+        ``"auto"`` runs) one cached numba loop over the rows, which takes row weights
+        and many starts at once; ``"pytensor"`` a compiled PyTensor graph with a fused
+        E-step Op; ``"scipy"`` SciPy sparse products (the reference).
     progressbar : bool, default False
     callback : callable, optional
         ``callback(iteration, state)`` with an :class:`~bayespmf.kernels.em.EMState`

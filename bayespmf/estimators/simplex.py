@@ -6,6 +6,19 @@ of each row onto the fitted simplex; ``score(X)`` is the negative mean squared
 reconstruction error. ``get_params``, ``set_params``, ``clone``, ``Pipeline`` and
 ``GridSearchCV`` work as for any scikit-learn estimator.
 
+Each is a thin class over :func:`bayespmf.fit.fit_simplex_nest`: ``__init__`` only
+stores its arguments, ``fit`` passes them to the function (which validates them and
+raises the warnings) and sets the attributes that end in ``_``;
+``fit``/``fit_transform``/``score`` take and ignore ``y``, and ``transform`` or
+``score`` before ``fit`` raise ``NotFittedError``. They pass
+``sklearn.utils.estimator_checks`` (``tests/test_estimator_checks.py``) except
+``check_dtype_object``, because non-numeric entries raise ``DataValidationError`` (a
+ValueError, the package's error for malformed data), not the TypeError of
+``np.asarray``; VLAD and GDM also fail ``check_transformer_n_iter``:
+``max_iter`` caps the Lloyd iterations of each k-means restart and
+:func:`bayespmf.kernels.kmeans.kmeans` reports no iteration count, so there is no
+``n_iter_``.
+
 References
 ----------
 M. Yurochkin, A. Guha, Y. Sun, X. Nguyen, "Dirichlet Simplex Nest and Geometric
@@ -19,44 +32,23 @@ nonnegative matrix factorization", IEEE TPAMI 36(4), 2014.
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
-from scipy import sparse
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from bayespmf._validation import (
-    DataValidationError,
-    check_choice,
-    check_float,
-    check_int,
-    check_random_state,
-)
+from bayespmf._validation import DataValidationError
 from bayespmf.estimators.latent_class import NotFittedError
-from bayespmf.kernels.extension_table import extension_gamma_fn, extension_parameter
-from bayespmf.kernels.simplex import project_simplex
-from bayespmf.kernels.spa import spa
-from bayespmf.kernels.vlad import (
-    DEFAULT_KMEANS_MAX_ITER,
-    DEFAULT_N_INIT,
-    KERNELS,
-    barycentric_weights,
-    calibrate_alpha,
-    corrected_metric,
-    dirichlet_cvt,
-    estimate_alpha,
-    estimate_alpha_vector,
-    extend_centroids,
-    kmeans,
-    mass_balance,
-    match_cells,
-    noise_variance,
-    phi_star,
-    preprocess,
-    simex_phi_star,
-    top_subspace,
-    vlad_centroids,
+from bayespmf.fit.simplex import (
+    AsymmetricDirichletWarning,
+    check_alpha,
+    check_counts,
+    check_nest_data,
+    check_rows,
+    fit_simplex_nest,
 )
+from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, DEFAULT_N_INIT
+from bayespmf.kernels.vlad_geometry import barycentric_weights, preprocess
 
 __all__ = [
     "GDM",
@@ -66,211 +58,6 @@ __all__ = [
     "check_alpha",
     "check_nest_data",
 ]
-
-#: The accepted values of VLAD's ``noise_bias`` (see :class:`VLAD`).
-NOISE_BIAS_OPTIONS = ("bootstrap", "simex", "none")
-
-#: VLAD's test of a symmetric Dirichlet (:func:`bayespmf.kernels.vlad.mass_balance`):
-#: the k-means cells' masses differ from 1/K with a chi-square p-value below
-#: ASYMMETRY_P_VALUE AND by a total variation above ASYMMETRY_MIN_TV (so that a tiny,
-#: significant imbalance at very large n does not count). Measured on the triangle
-#: test (K = 3, n = 5000, sigma = 0.1, seeds 0-4): alpha = (0.5, 1.5, 2.5) gives
-#: chi2 = 86-732 (total variation 0.058-0.16); symmetric alpha = 1.5 and 0.3 give
-#: 1.6-8.1; K = 10, D = 500, n = 1000, alpha = 2 (Gaussian and Poisson) 9.8-14.3 (the
-#: 1e-4 quantile of chi2 is 18.4 for K = 3 and 33.7 for K = 10).
-ASYMMETRY_P_VALUE = 1e-4
-ASYMMETRY_MIN_TV = 0.03
-
-
-class AsymmetricDirichletWarning(UserWarning):
-    """VLAD found the k-means cells of unequal mass: the Dirichlet is not symmetric."""
-
-
-def check_alpha(alpha, n_vertices: int, owner: str) -> float | np.ndarray:
-    """A Dirichlet concentration: one positive number, or ``n_vertices`` of them.
-
-    A vector whose entries are all equal is returned as its scalar (symmetric).
-
-    Examples
-    --------
-    >>> check_alpha([0.5, 1.5, 2.5], 3, "VLAD").tolist(), check_alpha([2, 2], 2, "VLAD")
-    ([0.5, 1.5, 2.5], 2.0)
-    """
-    if np.ndim(alpha) == 0:
-        return check_float(alpha, "alpha", owner=owner, low=0.0, low_open=True)
-    try:
-        a = np.asarray(alpha, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise DataValidationError(
-            f"The 'alpha' parameter of {owner} must be a positive number or a vector of "
-            f"n_vertices={n_vertices} positive numbers; could not convert it: {err}"
-        ) from err
-    if a.ndim != 1 or a.size != n_vertices:
-        raise DataValidationError(
-            f"The 'alpha' parameter of {owner} must be a positive number or a vector of "
-            f"n_vertices={n_vertices} positive numbers (one concentration per vertex); "
-            f"got shape {a.shape}. Pass {n_vertices} values or one number."
-        )
-    if not np.all(np.isfinite(a)) or np.any(a <= 0):
-        raise DataValidationError(
-            f"Every entry of the 'alpha' parameter of {owner} must be a finite number "
-            f"> 0 (a Dirichlet concentration); got {a.tolist()}. Replace the "
-            "non-positive entries."
-        )
-    if np.all(a == a[0]):
-        return float(a[0])
-    return a
-
-
-def _check_kernel(kernel, owner: str) -> str:
-    return check_choice(kernel, "kernel", KERNELS, owner=owner)
-
-
-def _check_rows(X, owner: str) -> np.ndarray:
-    """``X`` as a new finite 2-D float64 array with at least one row and one column."""
-    if sparse.issparse(X):
-        raise DataValidationError(
-            f"'X' of {owner} is a sparse {type(X).__name__}; sparse input is not "
-            "supported (the estimators centre the data, which makes it dense). Pass "
-            "X.toarray()."
-        )
-    try:
-        arr = np.asarray(X)
-        if np.iscomplexobj(arr):
-            raise DataValidationError(
-                f"'X' of {owner} is complex: Complex data not supported. Pass the real "
-                "part (X.real) or the modulus (np.abs(X))."
-            )
-        arr = np.array(arr, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as err:
-        if isinstance(err, DataValidationError):
-            raise
-        raise DataValidationError(
-            f"'X' of {owner} must be a 2-D numeric array (n_samples, n_features); "
-            f"could not convert it: {err}"
-        ) from err
-    if arr.ndim != 2:
-        raise DataValidationError(
-            f"'X' of {owner} must be a 2-D array (n_samples, n_features); got ndim="
-            f"{arr.ndim} and shape {arr.shape}. Reshape your data, e.g. "
-            "x.reshape(-1, 1) for one feature or x.reshape(1, -1) for one sample."
-        )
-    for axis, what in enumerate(("sample", "feature")):
-        if arr.shape[axis] == 0:
-            raise DataValidationError(
-                f"'X' of {owner} is empty: found array with 0 {what}(s) (shape="
-                f"{arr.shape}) while a minimum of 1 is required."
-            )
-    if not np.all(np.isfinite(arr)):
-        raise DataValidationError(
-            f"'X' of {owner} contains NaN or infinite values "
-            f"({int(np.sum(~np.isfinite(arr)))} entries). Drop or impute them first."
-        )
-    return arr
-
-
-def _check_counts(arr: np.ndarray, kernel: str, owner: str) -> None:
-    """Refuse values the kernel cannot have produced (negative or fractional counts)."""
-    if kernel in ("poisson", "multinomial") and np.any(arr < 0):
-        r, c = np.argwhere(arr < 0)[0]
-        raise DataValidationError(
-            f"'X' of {owner} has a negative count ({arr[r, c]:g} at row {r}, column "
-            f"{c}); kernel={kernel!r} needs non-negative counts. Use kernel='gaussian' "
-            "for real-valued data."
-        )
-    if kernel == "multinomial":
-        frac = arr != np.rint(arr)
-        if np.any(frac):
-            r, c = np.argwhere(frac)[0]
-            raise DataValidationError(
-                f"'X' of {owner} must hold integer word counts for kernel='multinomial' "
-                f"(the document lengths, its row sums, set the noise of Lemma 3(c)); "
-                f"got {arr[r, c]:g} at row {r}, column {c} ({int(frac.sum())} "
-                "non-integer entries). Pass the raw counts, not frequencies or weights; "
-                "use kernel='gaussian' for real-valued data."
-            )
-        empty = np.flatnonzero(arr.sum(axis=1) == 0)
-        if empty.size:
-            raise DataValidationError(
-                f"{empty.size} row(s) of 'X' of {owner} have no words (first: "
-                f"{empty[:5].tolist()}); kernel='multinomial' needs at least one word "
-                "per document. Drop those rows first, e.g. X[X.sum(axis=1) > 0]."
-            )
-
-
-def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray, int]:
-    """Validate data and the number of vertices for a simplex-nest estimator.
-
-    Parameters
-    ----------
-    X : array_like (n, D)
-    n_vertices : int
-    kernel : {"gaussian", "poisson", "multinomial"}
-    owner : str
-        Name of the caller, for messages.
-
-    Returns
-    -------
-    X : ndarray of float64 (n, D)
-        A new array (the input is never modified).
-    n_vertices : int
-
-    Raises
-    ------
-    DataValidationError
-        Complex, not 2-D, empty, NaN/inf, ``K < 2``, ``K > D + 1`` (``K > D`` for the
-        multinomial kernel), fewer rows than vertices, negative counts (Poisson,
-        multinomial), non-integer counts or documents without words (multinomial).
-
-    Examples
-    --------
-    >>> X, K = check_nest_data([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]], 3, "gaussian", "VLAD")
-    >>> X.shape, K
-    ((3, 2), 3)
-    """
-    kernel = _check_kernel(kernel, owner)
-    arr = _check_rows(X, owner)
-    n, D = arr.shape
-    K = check_int(n_vertices, "n_vertices", owner=owner)
-    if K < 2:
-        raise DataValidationError(
-            f"The 'n_vertices' parameter of {owner} must be >= 2: a simplex needs at "
-            f"least two vertices. Got {K}."
-        )
-    max_k = D if kernel == "multinomial" else D + 1
-    if K > max_k:
-        why = (
-            "frequencies lie on the (D-1)-simplex, which holds at most D affinely "
-            "independent points"
-            if kernel == "multinomial"
-            else "K points span a (K-1)-simplex only in dimension D >= K - 1"
-        )
-        raise DataValidationError(
-            f"The 'n_vertices' parameter of {owner} must be <= {max_k} for D={D} "
-            f"features and kernel={kernel!r} ({why}). Got {K}. Lower 'n_vertices'."
-        )
-    if n < K:
-        raise DataValidationError(
-            f"'X' of {owner} has {n} sample(s) but n_vertices={K}; at least one row per "
-            "vertex is needed. Pass more data or lower 'n_vertices'."
-        )
-    _check_counts(arr, kernel, owner)
-    return arr, K
-
-
-def _constrain(vertices: np.ndarray, kernel: str) -> np.ndarray:
-    """Project vertices onto the kernel's parameter set (a convex set with the truth).
-
-    Multinomial topics onto the probability simplex, Poisson rates onto the
-    non-negative orthant; Gaussian vertices are unconstrained. The Euclidean projection
-    onto a convex set that contains the true vertex never moves an estimate away from
-    it, so this can only lower the vertex error.
-    """
-    if kernel == "multinomial":
-        return project_simplex(vertices, axis=1)
-    if kernel == "poisson":
-        return np.maximum(vertices, 0.0)
-    return vertices
 
 
 class _SimplexEstimator(TransformerMixin, BaseEstimator):
@@ -294,14 +81,14 @@ class _SimplexEstimator(TransformerMixin, BaseEstimator):
         """Rows of new data, validated against the fit, preprocessed like in ``fit``."""
         self._check_fitted()
         owner = type(self).__name__
-        arr = _check_rows(X, owner)
+        arr = check_rows(X, owner)
         if arr.shape[1] != self.n_features_in_:
             raise DataValidationError(
                 f"X has {arr.shape[1]} features, but {owner} is expecting "
                 f"{self.n_features_in_} features as input (it was fitted on "
                 f"{self.n_features_in_}). Pass data with the columns it was fitted on."
             )
-        _check_counts(arr, self._kernel, owner)
+        check_counts(arr, self._kernel, owner)
         return preprocess(arr, self._kernel)[0]
 
     def transform(self, X) -> np.ndarray:
@@ -361,8 +148,65 @@ class _SimplexEstimator(TransformerMixin, BaseEstimator):
         theta = barycentric_weights(Y, self.vertices_)[0]
         return -float(np.mean(np.sum((Y - theta @ self.vertices_) ** 2, axis=1)))
 
+    def fit(self, X, y=None):
+        """Estimate the vertices from data ``X``.
 
-class VLAD(_SimplexEstimator):
+        Parameters
+        ----------
+        X : array_like (n, D)
+            Real vectors (``kernel="gaussian"``) or counts (``"poisson"``,
+            ``"multinomial"``); dense (a sparse matrix is refused: pass
+            ``X.toarray()``).
+        y : None
+            Ignored: the model is unsupervised. Accepted so that the estimator fits in
+            a ``Pipeline`` (which passes ``y`` to every step) and in
+            ``GridSearchCV``.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+
+        Raises
+        ------
+        DataValidationError
+            Malformed data, ``n_vertices`` or another parameter (see
+            :func:`check_nest_data`).
+        """
+        t0 = time.perf_counter()
+        params = self.get_params()
+        fit = fit_simplex_nest(X, params.pop("n_vertices"), self._method, **params)
+        self._kernel = fit.kernel
+        self.vertices_ = fit.vertices
+        for name, value in fit.details.items():
+            setattr(self, name + "_", value)
+        self.n_features_in_ = fit.n_features
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+
+class _CentroidNestEstimator(_SimplexEstimator):
+    """The parameters that VLAD and GDM share (both extend k-means centroids)."""
+
+    def __init__(
+        self,
+        n_vertices: int,
+        kernel: str = "gaussian",
+        alpha: float | None = None,
+        *,
+        n_init: int = DEFAULT_N_INIT,
+        max_iter: int = DEFAULT_KMEANS_MAX_ITER,
+        random_state=None,
+    ):
+        self.n_vertices = n_vertices
+        self.kernel = kernel
+        self.alpha = alpha
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+
+class VLAD(_CentroidNestEstimator):
     r"""Voronoi Latent Admixture: vertices of a Dirichlet simplex nest (Alg. 1).
 
     Parameters
@@ -521,17 +365,7 @@ class VLAD(_SimplexEstimator):
     is a compiled PyTensor graph; see :func:`bayespmf.kernels.vlad.top_subspace` for
     the timings behind that choice.
 
-    **scikit-learn conventions.** A transformer (``TransformerMixin``,
-    ``BaseEstimator``): ``__init__`` only stores its arguments, ``fit`` validates them,
-    ``fit``/``fit_transform``/``score`` take and ignore ``y``, and ``transform`` or
-    ``score`` before ``fit`` raise ``NotFittedError``. It passes
-    ``sklearn.utils.estimator_checks`` (``tests/test_estimator_checks.py``) except:
-    ``check_dtype_object``, because non-numeric entries raise
-    ``DataValidationError`` (a ValueError, the package's error for malformed data),
-    not the TypeError of ``np.asarray``;
-    and ``check_transformer_n_iter``, because ``max_iter`` caps the Lloyd iterations
-    of each k-means restart and :func:`bayespmf.kernels.kmeans.kmeans` reports no
-    iteration count, so there is no ``n_iter_``.
+    **scikit-learn conventions**: see :mod:`bayespmf.estimators.simplex`.
 
     Examples
     --------
@@ -545,190 +379,33 @@ class VLAD(_SimplexEstimator):
     True
     """
 
+    _method = "vlad"
+
     def __init__(
         self,
         n_vertices: int,
         kernel: str = "gaussian",
-        alpha: float | None = None,
+        alpha: float | ArrayLike | None = None,
         *,
-        n_init: int = DEFAULT_N_INIT,
-        max_iter: int = DEFAULT_KMEANS_MAX_ITER,
         whiten: str = "corrected",
         noise_bias: str = "bootstrap",
+        n_init: int = DEFAULT_N_INIT,
+        max_iter: int = DEFAULT_KMEANS_MAX_ITER,
         random_state=None,
     ):
-        self.n_vertices = n_vertices
-        self.kernel = kernel
-        self.alpha = alpha
-        self.n_init = n_init
-        self.max_iter = max_iter
+        super().__init__(
+            n_vertices,
+            kernel,
+            alpha,
+            n_init=n_init,
+            max_iter=max_iter,
+            random_state=random_state,
+        )
         self.whiten = whiten
         self.noise_bias = noise_bias
-        self.random_state = random_state
-
-    def fit(self, X, y=None) -> VLAD:
-        """Estimate the vertices (and alpha) from data ``X``.
-
-        Parameters
-        ----------
-        X : array_like (n, D)
-            Real vectors (``kernel="gaussian"``) or counts (``"poisson"``,
-            ``"multinomial"``); dense (a sparse matrix is refused: pass
-            ``X.toarray()``).
-        y : None
-            Ignored: the model is unsupervised. Accepted so that the estimator fits in
-            a ``Pipeline`` (which passes ``y`` to every step) and in
-            ``GridSearchCV``.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        DataValidationError
-            Malformed data, ``n_vertices`` or another parameter (see
-            :func:`check_nest_data`).
-        """
-        owner = "VLAD"
-        t0 = time.perf_counter()
-        kernel = _check_kernel(self.kernel, owner)
-        arr, K = check_nest_data(X, self.n_vertices, kernel, owner)
-        n_init = check_int(self.n_init, "n_init", owner=owner, low=1)
-        max_iter = check_int(self.max_iter, "max_iter", owner=owner, low=1)
-        if self.whiten not in ("corrected", "data"):
-            raise DataValidationError(
-                f"The 'whiten' parameter of VLAD must be 'corrected' or 'data'. Got "
-                f"{self.whiten!r}."
-            )
-        if self.noise_bias not in NOISE_BIAS_OPTIONS:
-            raise DataValidationError(
-                "The 'noise_bias' parameter of VLAD must be one of "
-                f"{', '.join(repr(o) for o in NOISE_BIAS_OPTIONS)}. Got "
-                f"{self.noise_bias!r}."
-            )
-        alpha, alpha_vec = None, None
-        if self.alpha is not None:
-            alpha = check_alpha(self.alpha, K, owner)
-            if np.ndim(alpha) == 1:
-                alpha_vec, alpha = alpha, None
-        rng = check_random_state(self.random_state)
-        Y, lengths = preprocess(arr, kernel)
-        n, D = Y.shape
-        sub = top_subspace(Y, K - 1, random_state=rng)
-        sigma2 = noise_variance(sub, n, D) if kernel == "gaussian" else None
-        ctx = {"sigma2": sigma2}
-        if lengths is not None:
-            ctx["inv_length"] = float(np.mean(1.0 / lengths))
-            ctx["lengths"] = lengths
-        metric = None
-        if self.whiten == "corrected":
-            metric = corrected_metric(sub, kernel, ctx)
-        centroids, g, labels = vlad_centroids(
-            sub, K, metric=metric, n_init=n_init, max_iter=max_iter, random_state=rng
-        )
-        g_raw = (centroids - sub.center) @ sub.components  # not re-centred
-        objective, rho, interval = float("nan"), 1.0, (float("nan"), float("nan"))
-        balance = mass_balance(labels, K)
-        fallback, symmetric_vertices = None, None
-        if alpha_vec is not None:
-            V, masses = dirichlet_cvt(alpha_vec, max_iter=max_iter, random_state=rng)
-            vertices = np.linalg.solve(V, centroids[match_cells(balance.masses, masses)])
-            self.vertices_ = _constrain(vertices, kernel)
-            alpha, gamma = alpha_vec.copy(), float("nan")
-        elif self.noise_bias == "bootstrap":
-            if alpha is None:
-                gamma_fn, alpha_range = extension_gamma_fn(K, random_state=rng)
-            else:
-                known = float(extension_parameter(alpha, K, random_state=rng))
-                alpha_range = (alpha, alpha)
-
-                def gamma_fn(a, known=known):
-                    return np.full(np.shape(a), known)
-
-            # the simulation repeats the data's whitening: "corrected" falls back to
-            # "data" per simulated data set, as it did for the data
-            cal = calibrate_alpha(
-                sub,
-                g_raw,
-                kernel,
-                ctx,
-                gamma_fn,
-                alpha_range,
-                alpha=alpha,
-                whiten="corrected" if metric is not None else "data",
-                max_iter=max_iter,
-                random_state=rng,
-            )
-            alpha, rho = cal.alpha, cal.inflation
-            if self.alpha is None:
-                objective, interval = cal.objective, cal.interval
-            gamma = float(gamma_fn(alpha)) / rho
-        elif alpha is None:
-            gamma_fn, alpha_range = extension_gamma_fn(K, random_state=rng)
-            if self.noise_bias == "simex":
-                target = simex_phi_star(sub, g, metric, kernel, ctx, random_state=rng)
-            else:
-                target = phi_star(sub, g, kernel, ctx)
-            alpha, objective = estimate_alpha(target, K, gamma_fn, alpha_range)
-            gamma = float(gamma_fn(alpha))
-        else:
-            gamma = float(extension_parameter(alpha, K, random_state=rng))
-        if alpha_vec is None:
-            vertices = extend_centroids(sub.center, centroids, gamma)
-            self.vertices_ = _constrain(vertices, kernel)
-            if (
-                balance.p_value < ASYMMETRY_P_VALUE
-                and balance.total_variation > ASYMMETRY_MIN_TV
-            ):
-                symmetric_vertices = self.vertices_
-                vec = estimate_alpha_vector(
-                    sub, g_raw, labels, kernel, ctx, random_state=rng
-                )
-                _warn_asymmetric(balance, K, alpha, gamma, vec, self.alpha is not None)
-                vertices = vec.vertices @ sub.components.T + sub.center
-                self.vertices_ = _constrain(vertices, kernel)
-                alpha, gamma, fallback = vec.alpha, float("nan"), "vector_alpha"
-                objective, interval = float("nan"), (float("nan"), float("nan"))
-        self._kernel = kernel
-        self.alpha_ = float(alpha) if np.ndim(alpha) == 0 else np.asarray(alpha)
-        self.gamma_ = gamma
-        self.mass_balance_ = balance
-        self.fallback_, self.symmetric_vertices_ = fallback, symmetric_vertices
-        self.inflation_, self.alpha_interval_ = float(rho), interval
-        self.alpha_objective_ = objective
-        self.centroids_, self.center_ = centroids, sub.center
-        self.singular_values_, self.components_ = sub.singular_values, sub.components
-        self.labels_ = labels
-        self.sigma_ = None if sigma2 is None else float(np.sqrt(sigma2))
-        self.n_features_in_ = D
-        self.fit_time_ = time.perf_counter() - t0
-        return self
 
 
-def _warn_asymmetric(balance, K, alpha, gamma, vec, given) -> None:
-    """The warning of VLAD when its cells show an asymmetric Dirichlet."""
-    fmt = np.array2string(np.sort(balance.masses), precision=3, separator=", ")
-    what = "the given" if given else "the fitted symmetric"
-    warnings.warn(
-        f"VLAD: the k-means cells hold unequal shares of the data (sorted masses {fmt} "
-        f"against 1/K = {1 / K:.3f}; chi2 = {balance.chi2:.1f} on {K - 1} df, p = "
-        f"{balance.p_value:.1e}; total variation {balance.total_variation:.3f}): the "
-        "Dirichlet is not symmetric, which the extension gamma(alpha) and the moment "
-        f"equation (5) assume ({what} alpha = {float(alpha):.3g}, gamma = "
-        f"{gamma:.3g}, would misplace the vertices). Fell back to a vector alpha "
-        "estimated from the cell masses and the covariance, alpha_ = "
-        f"{np.array2string(vec.alpha, precision=3, separator=', ')} (mass misfit "
-        f"{vec.mass_misfit:.3f}, log-trace misfit {vec.cov_misfit:+.3f}), and vertices "
-        "V(alpha)^-1 C (fallback_='vector_alpha'; the symmetric fit is in "
-        "symmetric_vertices_). Pass alpha=[...] (one value per vertex) if you know it, "
-        "and compare with GDM.",
-        AsymmetricDirichletWarning,
-        stacklevel=3,
-    )
-
-
-class GDM(_SimplexEstimator):
+class GDM(_CentroidNestEstimator):
     r"""Geometric Dirichlet Means (Yurochkin & Nguyen 2016): extended k-means centroids.
 
     Parameters
@@ -787,17 +464,7 @@ class GDM(_SimplexEstimator):
     0). The reference is slowest when the machine is busy, where every OpenMP join
     waits for the slowest thread.
 
-    **scikit-learn conventions.** A transformer (``TransformerMixin``,
-    ``BaseEstimator``): ``__init__`` only stores its arguments, ``fit`` validates them,
-    ``fit``/``fit_transform``/``score`` take and ignore ``y``, and ``transform`` or
-    ``score`` before ``fit`` raise ``NotFittedError``. It passes
-    ``sklearn.utils.estimator_checks`` (``tests/test_estimator_checks.py``) except:
-    ``check_dtype_object``, because non-numeric entries raise
-    ``DataValidationError`` (a ValueError, the package's error for malformed data),
-    not the TypeError of ``np.asarray``;
-    and ``check_transformer_n_iter``, because ``max_iter`` caps the Lloyd iterations
-    of each k-means restart and :func:`bayespmf.kernels.kmeans.kmeans` reports no
-    iteration count, so there is no ``n_iter_``.
+    **scikit-learn conventions**: see :mod:`bayespmf.estimators.simplex`.
 
     Examples
     --------
@@ -807,82 +474,7 @@ class GDM(_SimplexEstimator):
     (3, 4)
     """
 
-    def __init__(
-        self,
-        n_vertices: int,
-        kernel: str = "gaussian",
-        alpha: float | None = None,
-        *,
-        n_init: int = DEFAULT_N_INIT,
-        max_iter: int = DEFAULT_KMEANS_MAX_ITER,
-        random_state=None,
-    ):
-        self.n_vertices = n_vertices
-        self.kernel = kernel
-        self.alpha = alpha
-        self.n_init = n_init
-        self.max_iter = max_iter
-        self.random_state = random_state
-
-    def fit(self, X, y=None) -> GDM:
-        """Estimate the vertices from data ``X``.
-
-        Parameters
-        ----------
-        X : array_like (n, D)
-            Real vectors (``kernel="gaussian"``) or counts (``"poisson"``,
-            ``"multinomial"``); dense (a sparse matrix is refused: pass
-            ``X.toarray()``).
-        y : None
-            Ignored: the model is unsupervised. Accepted so that the estimator fits in
-            a ``Pipeline`` (which passes ``y`` to every step) and in
-            ``GridSearchCV``.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        DataValidationError
-            Malformed data, ``n_vertices`` or another parameter (see
-            :func:`check_nest_data`).
-        """
-        owner = "GDM"
-        t0 = time.perf_counter()
-        kernel = _check_kernel(self.kernel, owner)
-        arr, K = check_nest_data(X, self.n_vertices, kernel, owner)
-        n_init = check_int(self.n_init, "n_init", owner=owner, low=1)
-        max_iter = check_int(self.max_iter, "max_iter", owner=owner, low=1)
-        rng = check_random_state(self.random_state)
-        Y, _ = preprocess(arr, kernel)
-        center = Y.mean(axis=0)
-        centroids, labels, _ = kmeans(
-            Y, K, n_init=n_init, max_iter=max_iter, random_state=rng
-        )
-        if self.alpha is not None:
-            alpha = check_alpha(self.alpha, K, owner)
-            if np.ndim(alpha) == 1:
-                raise DataValidationError(
-                    f"The 'alpha' parameter of GDM must be one number (GDM-MC extends "
-                    f"every centroid by the symmetric gamma(alpha)); got {alpha.tolist()}."
-                    " Drop 'alpha' (GDM's own extension needs none) or use "
-                    "VLAD(alpha=[...]) for a vector alpha."
-                )
-            ext = np.full(K, float(extension_parameter(alpha, K, random_state=rng)))
-        else:
-            dist = np.linalg.norm(Y - center, axis=1)
-            far = np.zeros(K)
-            np.maximum.at(far, labels, dist)
-            norm_c = np.linalg.norm(centroids - center, axis=1)
-            ext = far / np.where(norm_c > 0, norm_c, 1.0)
-        self.vertices_ = _constrain(extend_centroids(center, centroids, ext), kernel)
-        self._kernel = kernel
-        self.centroids_, self.center_, self.extension_ = centroids, center, ext
-        self.labels_ = labels
-        self.n_features_in_ = Y.shape[1]
-        self.fit_time_ = time.perf_counter() - t0
-        return self
+    _method = "gdm"
 
 
 class SimplexSPA(_SimplexEstimator):
@@ -919,14 +511,7 @@ class SimplexSPA(_SimplexEstimator):
     :math:`\alpha` the picked points lie inside the true simplex and, with noise, the
     picks are the noisiest points (the paper's Sec. 5 "SPA" baseline).
 
-    **scikit-learn conventions.** A transformer (``TransformerMixin``,
-    ``BaseEstimator``): ``__init__`` only stores its arguments, ``fit`` validates them,
-    ``fit``/``fit_transform``/``score`` take and ignore ``y``, and ``transform`` or
-    ``score`` before ``fit`` raise ``NotFittedError``. It passes
-    ``sklearn.utils.estimator_checks`` (``tests/test_estimator_checks.py``) except:
-    ``check_dtype_object``, because non-numeric entries raise
-    ``DataValidationError`` (a ValueError, the package's error for malformed data),
-    not the TypeError of ``np.asarray``.
+    **scikit-learn conventions**: see :mod:`bayespmf.estimators.simplex`.
 
     Examples
     --------
@@ -935,46 +520,8 @@ class SimplexSPA(_SimplexEstimator):
     [1, 2, 0]
     """
 
+    _method = "spa"
+
     def __init__(self, n_vertices: int, kernel: str = "gaussian"):
         self.n_vertices = n_vertices
         self.kernel = kernel
-
-    def fit(self, X, y=None) -> SimplexSPA:
-        """Pick ``K`` rows of ``X`` as vertices.
-
-        Parameters
-        ----------
-        X : array_like (n, D)
-            Real vectors (``kernel="gaussian"``) or counts (``"poisson"``,
-            ``"multinomial"``); dense (a sparse matrix is refused: pass
-            ``X.toarray()``).
-        y : None
-            Ignored: the model is unsupervised. Accepted so that the estimator fits in
-            a ``Pipeline`` (which passes ``y`` to every step) and in
-            ``GridSearchCV``.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        DataValidationError
-            Malformed data, ``n_vertices`` or another parameter (see
-            :func:`check_nest_data`).
-        """
-        owner = "SimplexSPA"
-        t0 = time.perf_counter()
-        kernel = _check_kernel(self.kernel, owner)
-        arr, K = check_nest_data(X, self.n_vertices, kernel, owner)
-        Y, _ = preprocess(arr, kernel)
-        Yc = Y - Y.mean(axis=0)
-        t = float(np.sqrt(np.max(np.einsum("ij,ij->i", Yc, Yc)))) or 1.0
-        aug = np.vstack([Yc.T, np.full((1, Y.shape[0]), t)])
-        idx = spa(aug, K, normalize=False)
-        self._kernel = kernel
-        self.indices_ = idx
-        self.vertices_ = Y[idx].copy()
-        self.n_features_in_ = Y.shape[1]
-        self.fit_time_ = time.perf_counter() - t0
-        return self

@@ -3,7 +3,8 @@
 :func:`iterate` is the loop every iterative estimator runs under; :func:`fit_em` the
 EM / SQUAREM-PMF driver; :func:`fit_latent_class` the one public fit function of the
 latent-class PMF (a registry of methods, ``"auto"`` = multi-start maximum likelihood)
-that :class:`~bayespmf.estimators.LatentClassPMF` and ``bayespmf.dask`` call.
+that :class:`~bayespmf.estimators.LatentClassPMF` and ``bayespmf.dask`` call;
+:func:`fit_simplex_nest` the one fit function of the simplex nest (VLAD, GDM, SPA).
 
 The other iterative methods run under the same loop from modules named after them:
 :func:`bayespmf.fit.cnmf.cnmf_opt`, :func:`bayespmf.fit.ctd.ctd`,
@@ -30,6 +31,7 @@ from bayespmf.fit.latent_class import (
     memory_estimate,
 )
 from bayespmf.fit.loop import IterInfo, StepInfo, iterate
+from bayespmf.fit.simplex import SimplexNestFit, fit_simplex_nest
 from bayespmf.fit.standard_errors import standard_errors
 
 __all__ = [
@@ -42,12 +44,14 @@ __all__ = [
     "LatentClassFit",
     "LocalOptimumWarning",
     "MemoryBudgetWarning",
+    "SimplexNestFit",
     "StepInfo",
     "ad_em",
     "available_memory",
     "bootstrap_lrt",
     "fit_em",
     "fit_latent_class",
+    "fit_simplex_nest",
     "memory_estimate",
     "fit_latent_class_regression",
     "iterate",

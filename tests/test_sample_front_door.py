@@ -63,3 +63,34 @@ def test_options_a_family_lacks_are_refused(families):
         sample(families["regression"], method="advi", **OPTIONS)
     with pytest.raises(DataValidationError, match=r"init='optima'.*latent-class"):
         sample(families["regression"], init="optima", **OPTIONS)
+
+
+@pytest.mark.parametrize("family", ["regression", "simplex_nest"])
+def test_gibbs_is_refused_for_every_family_but_latent_class(families, family):
+    with pytest.raises(DataValidationError, match="latent-class models only"):
+        sample(families[family], method="gibbs", **OPTIONS)
+
+
+def test_the_registry_recognizes_each_family_once(families):
+    from bayespmf.models.posterior import FAMILIES, MODEL_FAMILIES, family_of
+
+    assert sorted(f.name for f in FAMILIES) == sorted(MODEL_FAMILIES)
+    for name, model in families.items():
+        assert family_of(model).name == name
+        # the latent-class record is the fallback; no other family claims another's model
+        claims = [f.name for f in FAMILIES if f.detect(model)]
+        assert claims[0] == name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["regression", "simplex_nest"])
+def test_the_old_samplers_are_aliases_of_sample(families, family):
+    from bayespmf.models.regression import sample_regression
+    from bayespmf.models.simplex_nest import sample_simplex_nest
+
+    alias = {"regression": sample_regression, "simplex_nest": sample_simplex_nest}[family]
+    a = alias(families[family], **OPTIONS).posterior
+    b = sample(families[family], **OPTIONS).posterior
+    assert set(a.data_vars) == set(b.data_vars)
+    for var in a.data_vars:
+        np.testing.assert_array_equal(a[var].values, b[var].values)

@@ -1,4 +1,4 @@
-"""The sampler checks and call shared by the latent-class and simplex-nest models.
+"""The sampler checks and call shared by every model family of :func:`sample`.
 
 Every NUTS implementation PyMC offers (``nuts_sampler="pymc"``, ``"nutpie"``,
 ``"numpyro"``, ``"blackjax"``) is driven so that chain ``c`` starts exactly at
@@ -203,27 +203,30 @@ def check_sample_kwargs(
                 f"{owner}: nuts_sampler={sampler!r} applies to method='nuts' only; "
                 "drop it for method='advi'."
             )
-        valid = _advi_keywords()
-        bad = sorted(set(sample_kwargs) - valid - {"nuts_sampler"})
-        if bad:
-            nuts = [k for k in bad if k in _pymc_sample_keywords()]
-            why = f" ({nuts} are NUTS options)" if nuts else ""
-            raise DataValidationError(
+        _refuse_unknown(
+            sample_kwargs,
+            _advi_keywords(),
+            _pymc_sample_keywords(),
+            lambda bad, nuts, valid: (
                 f"{owner}(method='advi') got keyword argument(s) {bad} that ADVI "
-                f"(pm.fit) does not take{why}. Valid ones: {sorted(valid)}."
-            )
+                "(pm.fit) does not take"
+                + (f" ({nuts} are NUTS options)" if nuts else "")
+                + f". Valid ones: {valid}."
+            ),
+        )
         return
     if sample_kwargs.get("nuts_sampler", "pymc") != "pymc":
         return  # the external samplers' keywords are checked by run_sampler
-    valid = _pymc_sample_keywords()
-    bad = sorted(set(sample_kwargs) - valid - {"nuts_sampler"})
-    if bad:
-        advi = [k for k in bad if k in _advi_keywords()]
-        why = f" ({advi} are ADVI options: pass method='advi')" if advi else ""
-        raise DataValidationError(
-            f"{owner} got unknown keyword argument(s) {bad}{why}. NUTS "
-            f"(nuts_sampler='pymc', pm.sample) takes: {sorted(valid)}."
-        )
+    _refuse_unknown(
+        sample_kwargs,
+        _pymc_sample_keywords(),
+        _advi_keywords(),
+        lambda bad, advi, valid: (
+            f"{owner} got unknown keyword argument(s) {bad}"
+            + (f" ({advi} are ADVI options: pass method='advi')" if advi else "")
+            + f". NUTS (nuts_sampler='pymc', pm.sample) takes: {valid}."
+        ),
+    )
     for key in ("nuts", "nuts_sampler_kwargs"):  # the latter: PyMC's old name
         nuts = sample_kwargs.get(key)
         if nuts is None:
@@ -239,6 +242,18 @@ def check_sample_kwargs(
                 f"The '{key}' argument of {owner} holds option(s) {bad} that PyMC's "
                 f"NUTS does not have. Valid ones: {sorted(_nuts_options())}."
             )
+
+
+def _refuse_unknown(sample_kwargs: dict, valid, other, message) -> None:
+    """Refuse the keywords not in ``valid`` (``nuts_sampler`` aside).
+
+    ``message(bad, crossed, valid)`` words the error; ``crossed`` are the refused
+    keywords that belong to the ``other`` method.
+    """
+    bad = sorted(set(sample_kwargs) - valid - {"nuts_sampler"})
+    if bad:
+        crossed = [k for k in bad if k in other]
+        raise DataValidationError(message(bad, crossed, sorted(valid)))
 
 
 def _check_gibbs_kwargs(sample_kwargs: dict, owner: str) -> None:
@@ -425,9 +440,9 @@ def run_sampler(
                         f"{list(_EXTERNAL_KWARGS)}. Drop them or use nuts_sampler='pymc'."
                     )
                 if nuts_sampler == "nutpie":
-                    idata = _sample_nutpie(model, **common, **sample_kwargs)
+                    idata = _sample_nutpie(model, common, **sample_kwargs)
                 else:
-                    idata = _sample_jax(model, nuts_sampler, **common, **sample_kwargs)
+                    idata = _sample_jax(model, nuts_sampler, common, **sample_kwargs)
         else:
             approx = pm.fit(
                 n=advi_iterations,
@@ -474,44 +489,38 @@ def _flat_starts(model, initvals, seeds) -> list[np.ndarray]:
 
 
 def _sample_nutpie(
-    model,
-    *,
-    draws,
-    tune,
-    chains,
-    initvals,
-    random_seed,
-    progressbar,
-    cores,
-    target_accept=_DEFAULT_TARGET_ACCEPT,
-    var_names=None,
-    nuts=None,
+    model, common: dict, *, cores, target_accept=_DEFAULT_TARGET_ACCEPT, **options
 ):
-    """Run nutpie, one single-chain run per start, ``cores`` runs at a time."""
+    """Run nutpie, one single-chain run per start, ``cores`` runs at a time.
+
+    ``common`` holds ``draws``, ``tune``, ``chains``, ``initvals``, ``random_seed``
+    and ``progressbar``; ``options`` may hold ``var_names`` and ``nuts``.
+    """
     import nutpie
 
-    kwargs = {"save_warmup": False} | dict(nuts or {})
+    chains, var_names = common["chains"], options.get("var_names")
+    kwargs = {"save_warmup": False} | dict(options.get("nuts") or {})
     compile_kwargs = {
         k: kwargs.pop(k) for k in ("backend", "gradient_backend") if k in kwargs
     }
     if var_names is None:  # the constrained variables only, as pm.sample stores them
         var_names = [v.name for v in model.free_RVs + model.deterministics]
     compiled = nutpie.compile_pymc_model(model, **compile_kwargs)
-    seeds = _chain_seeds(random_seed, chains)
-    starts = _flat_starts(model, initvals, seeds)
+    seeds = _chain_seeds(common["random_seed"], chains)
+    starts = _flat_starts(model, common["initvals"], seeds)
     runs = []
     for first in range(0, chains, cores):
         batch = [
             nutpie.sample(
                 # the start of this chain, whatever seed nutpie asks it for
                 dataclasses.replace(compiled, initial_point_func=lambda _, x=x: x.copy()),
-                draws=draws,
-                tune=tune,
+                draws=common["draws"],
+                tune=common["tune"],
                 chains=1,
                 cores=1,
                 seed=seeds[c],
                 target_accept=target_accept,
-                progress_bar=progressbar,
+                progress_bar=common["progressbar"],
                 blocking=False,
                 **kwargs,
             )
@@ -611,24 +620,24 @@ def _cpu_devices_for_chains(n_devices: int) -> bool:
 def _sample_jax(
     model,
     nuts_sampler,
+    common: dict,
     *,
-    draws,
-    tune,
-    chains,
-    initvals,
-    random_seed,
-    progressbar,
     cores,
     target_accept=_DEFAULT_TARGET_ACCEPT,
     var_names=None,
     nuts=None,
 ):
-    """Run numpyro or blackjax through PyMC's JAX driver, starts not jittered."""
+    """Run numpyro or blackjax through PyMC's JAX driver, starts not jittered.
+
+    ``common`` holds the arguments of ``pm.sample`` every sampler takes (as for
+    :func:`_sample_nutpie`).
+    """
+    chains = common["chains"]
     _cpu_devices_for_chains(max(chains, cores))
     import jax
 
     kwargs = dict(nuts or {})
-    kwargs.setdefault("jitter", initvals is None)
+    kwargs.setdefault("jitter", common["initvals"] is None)
     # pmap needs a device per chain; with fewer (JAX already started with one CPU
     # device) run the chains vectorized rather than one after the other
     kwargs.setdefault(
@@ -639,12 +648,7 @@ def _sample_jax(
         # says so for every run, and nothing can be done about it
         warnings.filterwarnings("ignore", "Some donated buffers", UserWarning)
         tree = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            initvals=initvals,
-            random_seed=random_seed,
-            progressbar=progressbar,
+            **common,
             nuts_sampler=nuts_sampler,
             target_accept=target_accept,
             var_names=var_names,

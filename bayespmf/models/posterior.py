@@ -1,23 +1,25 @@
 """The posterior's front door: :func:`sample` for every bayespmf model family.
 
-A latent-class model is sampled here (a point estimate bound by name to the model as
-the chains' start, the pivot coordinates, label alignment); the latent-class
-regression and the simplex nest are dispatched to their own samplers with the same
-options. Reading, predicting from and diagnosing the draws live in
-:mod:`bayespmf.models.predict` and :mod:`bayespmf.models.diagnostics`; the names
-re-exported below keep ``bayespmf.models.posterior.<name>`` working for one release.
+Each family (latent class, latent-class regression, simplex nest) is one
+:class:`~bayespmf.models._families.Family` record in :data:`FAMILIES` (the
+latent-class one is defined here: a point estimate bound by name to the model as the
+chains' start, the pivot coordinates, label alignment); :func:`sample` runs them all
+through one path (:func:`bayespmf.models._families.sample_family`). Reading,
+predicting from and diagnosing the draws live in :mod:`bayespmf.models.predict` and
+:mod:`bayespmf.models.diagnostics`; the names re-exported below keep
+``bayespmf.models.posterior.<name>`` working for one release.
 """
 
 from __future__ import annotations
 
 import json
 
-import numpy as np
 import xarray as xr
 
 from bayespmf._validation import DataValidationError
 from bayespmf.models._binding import initvals_from_params, optima_starts
 from bayespmf.models._draws import posterior_params
+from bayespmf.models._families import Family, sample_family
 from bayespmf.models._labels import align_labels
 from bayespmf.models._pivot import (
     drop_logratios,
@@ -27,7 +29,7 @@ from bayespmf.models._pivot import (
     pivot_transforms,
     pivots,
 )
-from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
+from bayespmf.models._sampling import SAMPLING_METHODS
 from bayespmf.models.diagnostics import convergence_summary
 from bayespmf.models.latent_class import (
     DATA_NAME,
@@ -36,10 +38,14 @@ from bayespmf.models.latent_class import (
     model_data,
 )
 from bayespmf.models.predict import impute, posterior_class_proba, posterior_predict_proba
+from bayespmf.models.regression import REGRESSION
+from bayespmf.models.simplex_nest import SIMPLEX_NEST
 
 __all__ = [
+    "FAMILIES",
     "MODEL_FAMILIES",
     "SIMPLEX_TRANSFORMS",
+    "family_of",
     "model_family",
     "sample",
     # re-exported from their own modules (see the module docstring)
@@ -80,11 +86,12 @@ def sample(
     Every model family goes through here with the same options: a latent-class model
     (:func:`latent_class_model`), a latent-class regression
     (``latent_class_model(..., covariates=z)`` or
-    :func:`~bayespmf.models.regression.latent_class_regression_model`: runs
-    :func:`~bayespmf.models.regression.sample_regression`) and a Dirichlet simplex
-    nest (:func:`~bayespmf.models.simplex_nest.simplex_nest_model`: runs
-    :func:`~bayespmf.models.simplex_nest.sample_simplex_nest`). An option a family
-    does not have (ADVI and ``simplex_transform`` for the regression,
+    :func:`~bayespmf.models.regression.latent_class_regression_model`) and a
+    Dirichlet simplex nest (:func:`~bayespmf.models.simplex_nest.simplex_nest_model`);
+    :func:`~bayespmf.models.regression.sample_regression` and
+    :func:`~bayespmf.models.simplex_nest.sample_simplex_nest` are aliases of this
+    function, kept for one release. An option a family does not have (ADVI,
+    ``method="gibbs"`` and ``simplex_transform`` for the regression; ``"gibbs"`` and
     ``simplex_transform`` for the simplex nest) is refused, never ignored.
 
     Parameters
@@ -196,48 +203,7 @@ def sample(
         unchanged.
     """
     import pymc as pm
-    from pymc.model.transform.optimization import freeze_dims_and_data
 
-    from bayespmf.estimators import LatentClassPMF
-
-    draws, tune, chains = check_sampler_args(method, draws, tune, chains, "sample")
-    family = model_family(model_or_data) if isinstance(model_or_data, pm.Model) else None
-    if family not in (None, "latent_class"):
-        return _sample_other_family(
-            model_or_data,
-            init=init,
-            method=method,
-            nuts_sampler=nuts_sampler,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            random_seed=random_seed,
-            progressbar=progressbar,
-            align=align,
-            log_likelihood=log_likelihood,
-            advi_iterations=advi_iterations,
-            simplex_transform=simplex_transform,
-            **sample_kwargs,
-        )
-    # unknown keywords and empty ADVI runs are refused before the point estimate is fit
-    check_sampler_args(
-        method,
-        draws,
-        tune,
-        chains,
-        "sample",
-        advi_iterations=advi_iterations,
-        sample_kwargs={"nuts_sampler": nuts_sampler, **sample_kwargs},
-    )
-    simplex_transform = "pivot" if simplex_transform is None else simplex_transform
-    if simplex_transform not in SIMPLEX_TRANSFORMS:
-        raise DataValidationError(
-            f"The 'simplex_transform' parameter of sample must be one of "
-            f"{list(SIMPLEX_TRANSFORMS)}; got {simplex_transform!r}."
-        )
-    if method == "nuts":  # before the point estimate, which takes a while
-        check_nuts_sampler(nuts_sampler, tune)
-        sample_kwargs["nuts_sampler"] = nuts_sampler
     if isinstance(model_or_data, pm.Model):
         model = model_or_data
     else:
@@ -246,61 +212,65 @@ def sample(
                 "'rank' is required when data (not a model) are given."
             )
         model = latent_class_model(model_or_data, rank)
-    data, rank = model_data(model)
-    rng = np.random.default_rng(random_seed)
-    point = None
-    starts = None
-    if isinstance(init, tuple) and len(init) == 2 and isinstance(init[0], str):
-        init, point = "optima", init[1]
-    if isinstance(init, str):
-        if init not in ("auto", "optima"):
-            raise DataValidationError(
-                f"The 'init' parameter of sample must be 'auto', 'optima', a point "
-                f"estimate or None; got {init!r}."
-            )
-        if point is None:
-            point = LatentClassPMF(rank, random_state=random_seed).fit(data)
-        if init == "optima":
-            starts = optima_starts(point)
-    elif init is not None:
-        point = init
-    initvals = None
-    n_chains = chains if method != "advi" else 1
-    if starts is not None:
-        initvals = [
-            initvals_from_params(model, starts[c % len(starts)], random_state=rng)[0]
-            for c in range(n_chains)
-        ]
-    elif point is not None:
-        initvals = initvals_from_params(model, point, chains=n_chains, random_state=rng)
-    # the rows are fixed while sampling: frozen, they are constants of static shape
-    frozen = freeze_dims_and_data(model)
-    fused = None
-    if simplex_transform == "pivot" and point is not None and method != "gibbs":
-        at = pivots(frozen, point)
-        if method == "advi" or nuts_sampler in ("pymc", "nutpie"):
-            # numba (or C) compiles it: every simplex in one fused Op, far less to compile
-            fused = fused_pivot_model(frozen, data.codes, *at)
-        if fused is not None:
-            frozen, initvals = fused, logratio_initvals(fused, initvals)
-        else:  # JAX cannot run the numba Op: the same coordinates as value transforms
-            frozen = pivot_transforms(frozen, *at)
-    idata = run_sampler(
-        frozen,
+    return sample_family(
+        family_of(model),
+        model,
+        owner="sample",
+        init=init,
         method=method,
-        initvals=initvals,
+        nuts_sampler=nuts_sampler,
         draws=draws,
         tune=tune,
         chains=chains,
         random_seed=random_seed,
         progressbar=progressbar,
+        align=align,
+        log_likelihood=log_likelihood,
         advi_iterations=advi_iterations,
+        simplex_transform=simplex_transform,
         **sample_kwargs,
     )
-    if fused is not None:
-        idata = drop_logratios(idata)
+
+
+# ------------------------------------------------------------ the latent-class family
+
+
+def _lc_estimate(model, random_seed):
+    from bayespmf.estimators import LatentClassPMF
+
+    data, rank = model_data(model)
+    return LatentClassPMF(rank, random_state=random_seed).fit(data)
+
+
+def _lc_initvals(model, point, chains, jitter, rng):
+    return initvals_from_params(
+        model, point, chains=chains, jitter=jitter, random_state=rng
+    )
+
+
+def _lc_rewrite(model, point, initvals, method, nuts_sampler, simplex_transform):
+    """Freeze the rows; the pivot coordinates (one fused Op where numba compiles)."""
+    from pymc.model.transform.optimization import freeze_dims_and_data
+
+    # the rows are fixed while sampling: frozen, they are constants of static shape
+    frozen = freeze_dims_and_data(model)
+    if simplex_transform != "pivot" or point is None or method == "gibbs":
+        return frozen, initvals, None
+    at = pivots(frozen, point)
+    if method == "advi" or nuts_sampler in ("pymc", "nutpie"):
+        # numba (or C) compiles it: every simplex in one fused Op, far less to compile
+        fused = fused_pivot_model(frozen, model_data(model)[0].codes, *at)
+        if fused is not None:
+            return fused, logratio_initvals(fused, initvals), drop_logratios
+    # JAX cannot run the numba Op: the same coordinates as value transforms
+    return pivot_transforms(frozen, *at), initvals, None
+
+
+def _lc_finish(idata, model, point, starts, align, random_seed):
+    data, _ = model_data(model)
     idata.posterior.attrs["bayespmf_variables"] = json.dumps(list(data.names))
     if starts is not None:
+        n_chains = idata.posterior.sizes["chain"]
         idata.posterior.attrs["chain_start_optimum"] = [
             c % len(starts) for c in range(n_chains)
         ]
@@ -309,16 +279,46 @@ def sample(
         ]
     if align:
         if point is None:
-            point = LatentClassPMF(rank, random_state=random_seed).fit(data)
+            point = _lc_estimate(model, random_seed)
         idata = align_labels(idata, point, data)
     _add_data_groups(idata, model)
-    if log_likelihood:  # per row, label-invariant: the same before and after alignment
-        pm.compute_log_likelihood(idata, model=model, progressbar=False)
     return idata
 
 
-#: The model families :func:`sample` runs (see :func:`model_family`).
-MODEL_FAMILIES = ("latent_class", "regression", "simplex_nest")
+#: The latent-class family (the default: a model that is none of the others).
+LATENT_CLASS = Family(
+    name="latent_class",
+    detect=lambda model: True,
+    methods=SAMPLING_METHODS,
+    method_error="'method' must be 'nuts', 'advi' or 'gibbs'",
+    estimate=_lc_estimate,
+    point=lambda model, init, random_seed: init,
+    initvals=_lc_initvals,
+    rewrite=_lc_rewrite,
+    finish=_lc_finish,
+    init_modes=("auto", "optima"),
+    optima=optima_starts,
+    simplex_transforms=SIMPLEX_TRANSFORMS,
+)
+
+#: The model families :func:`sample` runs, in the order they are recognized.
+FAMILIES = (SIMPLEX_NEST, REGRESSION, LATENT_CLASS)
+
+#: Their names (see :func:`model_family`).
+MODEL_FAMILIES = tuple(f.name for f in reversed(FAMILIES))
+
+
+def family_of(model) -> Family:
+    """The :class:`~bayespmf.models._families.Family` record of a bayespmf PyMC model.
+
+    Examples
+    --------
+    >>> from bayespmf.data import CategoricalData
+    >>> data = CategoricalData.from_codes([[0, 1], [1, 0]], 2, names=["a", "b"])
+    >>> family_of(latent_class_model(data, rank=2)).methods
+    ('nuts', 'advi', 'gibbs')
+    """
+    return next(f for f in FAMILIES if f.detect(model))
 
 
 def model_family(model) -> str:
@@ -331,72 +331,7 @@ def model_family(model) -> str:
     >>> model_family(latent_class_model(data, rank=2))
     'latent_class'
     """
-    from bayespmf.models.regression import COEF_FULL_NAME
-    from bayespmf.models.simplex_nest import is_simplex_nest_model
-
-    if is_simplex_nest_model(model):
-        return "simplex_nest"
-    if COEF_FULL_NAME in model.named_vars:
-        return "regression"
-    return "latent_class"
-
-
-def _sample_other_family(
-    model,
-    *,
-    init,
-    method,
-    nuts_sampler,
-    simplex_transform,
-    advi_iterations,
-    log_likelihood,
-    **common,
-):
-    """:func:`sample` for the latent-class regression and the simplex nest."""
-    from bayespmf.models.regression import sample_regression
-    from bayespmf.models.simplex_nest import sample_simplex_nest
-
-    family = model_family(model)
-    if method == "gibbs":
-        raise DataValidationError(
-            f"method='gibbs' samples latent-class models only; this is a {family} "
-            "model. Use method='nuts'."
-        )
-    if simplex_transform is not None:
-        raise DataValidationError(
-            f"'simplex_transform' applies to latent-class models only; this is a "
-            f"{family} model. Drop the argument."
-        )
-    if isinstance(init, str) or (isinstance(init, tuple) and isinstance(init[0], str)):
-        if init != "auto":
-            raise DataValidationError(
-                f"init={init!r} applies to latent-class models only; for a {family} "
-                "model pass 'auto', a fitted estimator or None."
-            )
-        init = None  # each family fits its own point estimate
-    if family == "regression":
-        if method != "nuts":
-            raise DataValidationError(
-                "The latent-class regression is sampled by NUTS only; got "
-                f"method={method!r}."
-            )
-        return sample_regression(
-            model,
-            init=init,
-            nuts_sampler=nuts_sampler,
-            log_likelihood=log_likelihood,
-            **common,
-        )
-    if method == "nuts":
-        common["nuts_sampler"] = nuts_sampler
-    return sample_simplex_nest(
-        model,
-        init=init,
-        method=method,
-        advi_iterations=advi_iterations,
-        log_likelihood=log_likelihood,
-        **common,
-    )
+    return family_of(model).name
 
 
 def _add_data_groups(idata, model) -> None:

@@ -36,6 +36,7 @@ from bayespmf.data import CategoricalData
 from bayespmf.estimators.regression import INTERCEPT, LatentClassRegression
 from bayespmf.fit.covariates import check_covariates, covariate_values
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
+from bayespmf.models._families import Family, sample_family
 from bayespmf.models._names import DATA_NAME, OBSERVED_NAME, category_dim, factor_var_name
 from bayespmf.models._rows import class_summed_loglik, static_categories
 from bayespmf.models._rows_dist import (
@@ -44,7 +45,6 @@ from bayespmf.models._rows_dist import (
     items_given_class,
     rows_coords,
 )
-from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
 from bayespmf.models._start import INIT_JITTER, jitter_simplex
 from bayespmf.pmf import one_hot_design
 
@@ -489,6 +489,10 @@ def sample_regression(
 ):
     """Draw from the posterior of a latent-class regression by NUTS, started at the MLE.
 
+    An alias of :func:`bayespmf.models.sample` (kept for one release): the same
+    sampler, starts, alignment and groups, with ``init=None`` (fit the estimate) as
+    the default.
+
     Every chain starts at the point estimate (:func:`regression_initvals`, jittered
     per chain); the draws are then relabeled against it
     (:func:`align_regression_labels`; see there for exactly what is aligned). The
@@ -531,45 +535,61 @@ def sample_regression(
         Bad sampler arguments, a model not from :func:`latent_class_regression_model`
         or an ``init`` whose shapes do not fit the model.
     """
-    from pymc.model.transform.optimization import freeze_dims_and_data
-
-    draws, tune, chains = check_sampler_args(
-        "nuts",
-        draws,
-        tune,
-        chains,
-        "sample_regression",
-        sample_kwargs={"nuts_sampler": nuts_sampler, **sample_kwargs},
-    )
-    check_nuts_sampler(nuts_sampler, tune)
-    codes, design, names, n_cat, rank = _regression_model_parts(model)
-    rng = np.random.default_rng(random_seed)
-    if init is None:
-        data = CategoricalData(codes, n_cat, names)
-        init = LatentClassRegression(rank, fit_intercept=False, random_state=random_seed)
-        init = init.fit(data, covariates=design)
-    point = _point_of(init, design.shape[1], n_cat, rank)
-    initvals = regression_initvals(model, point, chains=chains, random_state=rng)
-    idata = run_sampler(
-        freeze_dims_and_data(model),
+    options = {k: v for k, v in locals().items() if k not in ("model", "sample_kwargs")}
+    return sample_family(
+        REGRESSION,
+        model,
+        owner="sample_regression",
         method="nuts",
-        initvals=initvals,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        random_seed=random_seed,
-        progressbar=progressbar,
         advi_iterations=0,
-        nuts_sampler=nuts_sampler,
+        simplex_transform=None,
+        **options,
         **sample_kwargs,
     )
+
+
+def _estimate(model, random_seed):
+    """The maximum-likelihood estimate on the model's rows and design."""
+    codes, design, names, n_cat, rank = _regression_model_parts(model)
+    data = CategoricalData(codes, n_cat, names)
+    est = LatentClassRegression(rank, fit_intercept=False, random_state=random_seed)
+    return _point(model, est.fit(data, covariates=design), random_seed)
+
+
+def _point(model, init, random_seed):
+    if init is None:
+        return _estimate(model, random_seed)
+    _, design, _, n_cat, rank = _regression_model_parts(model)
+    return _point_of(init, design.shape[1], n_cat, rank)
+
+
+def _rewrite(model, point, initvals, method, nuts_sampler, simplex_transform):
+    from pymc.model.transform.optimization import freeze_dims_and_data
+
+    return freeze_dims_and_data(model), initvals, None
+
+
+def _finish(idata, model, point, starts, align, random_seed):
+    names = [str(v) for v in model.coords["variable"]]
     idata.posterior.attrs["bayespmf_variables"] = json.dumps(names)
     idata.posterior.attrs["point_coef"] = json.dumps(point[0].tolist())
-    if align:
-        idata = align_regression_labels(idata, point)
-    if log_likelihood:
-        pm.compute_log_likelihood(idata, model=model, progressbar=False)
-    return idata
+    return align_regression_labels(idata, point) if align else idata
+
+
+#: The latent-class regression as a family of :func:`bayespmf.models.sample`.
+REGRESSION = Family(
+    name="regression",
+    detect=lambda model: COEF_FULL_NAME in model.named_vars,
+    methods=("nuts",),
+    method_error="The latent-class regression is sampled by NUTS only",
+    estimate=_estimate,
+    point=_point,
+    initvals=lambda model, point, chains, jitter, rng: regression_initvals(
+        model, point, chains=chains, jitter=jitter, random_state=rng
+    ),
+    rewrite=_rewrite,
+    finish=_finish,
+)
 
 
 # ------------------------------------------------------------------ class membership

@@ -20,7 +20,7 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
-from bayespmf.models._sampling import check_sampler_args, run_sampler
+from bayespmf.models._families import Family, sample_family
 from bayespmf.models._start import INIT_CLIP, INIT_JITTER, clip_simplex, jitter_simplex
 
 __all__ = [
@@ -397,6 +397,10 @@ def sample_simplex_nest(
 ):
     """Posterior of a simplex nest by NUTS or ADVI, started from the VLAD estimate.
 
+    An alias of :func:`bayespmf.models.sample` (kept for one release): the same
+    sampler, starts, alignment and groups, with ``init=None`` (fit VLAD) as the default
+    and the per-chain ``jitter`` as an option.
+
     Parameters
     ----------
     model : pymc.Model
@@ -443,49 +447,48 @@ def sample_simplex_nest(
     >>> idata = sample_simplex_nest(simplex_nest_model(X, 2, alpha=1.0), draws=5,
     ...     tune=5, chains=1, random_seed=0, progressbar=False)  # doctest: +SKIP
     """
-    info = _model_info(model)
-    if method not in ("nuts", "advi"):  # the Gibbs step is for latent-class models
-        raise DataValidationError(
-            f"The 'method' parameter of sample_simplex_nest must be 'nuts' or 'advi'; "
-            f"got {method!r} (method='gibbs' samples latent-class models only)."
-        )
-    draws, tune, chains = check_sampler_args(
-        method,
-        draws,
-        tune,
-        chains,
-        "sample_simplex_nest",
-        advi_iterations=advi_iterations,
-        sample_kwargs=sample_kwargs,
-    )
-    rng = np.random.default_rng(random_seed)
-    point = _point_of(init, info, random_seed)
-    initvals = initvals_from_vlad(
+    options = {k: v for k, v in locals().items() if k not in ("model", "sample_kwargs")}
+    return sample_family(
+        SIMPLEX_NEST,
         model,
-        point,
-        chains=chains if method == "nuts" else 1,
-        jitter=jitter,
-        random_state=rng,
-    )
-    idata = run_sampler(
-        model,
-        method=method,
-        initvals=initvals,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        advi_iterations=advi_iterations,
+        owner="sample_simplex_nest",
+        nuts_sampler=sample_kwargs.pop("nuts_sampler", "pymc"),
+        simplex_transform=None,
+        **options,
         **sample_kwargs,
     )
-    if align:
-        idata = align_vertices(idata, point["vertices"])
-    if log_likelihood:  # label-invariant
-        pm.compute_log_likelihood(idata, model=model, progressbar=False)
-        # one value per row (an observation is a row x_i, not one of its entries)
-        group = idata["log_likelihood"].to_dataset()
-        idata["log_likelihood"] = group.map(
-            lambda v: v.sum([d for d in v.dims if d not in ("chain", "draw", "obs")])
-        )
+
+
+def _point(model, init, random_seed):
+    return _point_of(init, _model_info(model), random_seed)
+
+
+def _finish(idata, model, point, starts, align, random_seed):
+    return align_vertices(idata, point["vertices"]) if align else idata
+
+
+def _loglik_rows(idata):
+    """One log-likelihood per row (an observation is a row x_i, not one of its entries)."""
+    group = idata["log_likelihood"].to_dataset()
+    idata["log_likelihood"] = group.map(
+        lambda v: v.sum([d for d in v.dims if d not in ("chain", "draw", "obs")])
+    )
     return idata
+
+
+#: The Dirichlet simplex nest as a family of :func:`bayespmf.models.sample`.
+SIMPLEX_NEST = Family(
+    name="simplex_nest",
+    detect=is_simplex_nest_model,
+    methods=("nuts", "advi"),
+    method_error="The 'method' parameter of {owner} must be 'nuts' or 'advi'",
+    estimate=lambda model, random_seed: _point(model, None, random_seed),
+    point=_point,
+    initvals=lambda model, point, chains, jitter, rng: initvals_from_vlad(
+        model, point, chains=chains, jitter=jitter, random_state=rng
+    ),
+    # the model is sampled as built (its data are not frozen)
+    rewrite=lambda model, point, initvals, *_: (model, initvals, None),
+    finish=_finish,
+    loglik_rows=_loglik_rows,
+)

@@ -1,0 +1,200 @@
+"""The model families :func:`bayespmf.models.sample` runs, and the one path they share.
+
+Each family (latent class, latent-class regression, simplex nest) is one
+:class:`Family` record of what differs: how to recognize its model, its default point
+estimate, how to read a point from ``init``, how to turn a point into one start per
+chain, how to rewrite the model before sampling (freeze the data, pivot coordinates,
+the fused Op) and how to finish the draws (undo the rewrite, label alignment, attrs).
+:func:`sample_family` runs the rest once for all of them: the sampler-argument
+checks, the options a family does not have (refused, never ignored), the starts, the
+sampler call and the log-likelihood group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import pymc as pm
+
+from bayespmf._validation import DataValidationError
+from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
+from bayespmf.models._start import INIT_JITTER
+
+__all__ = ["Family", "sample_family"]
+
+
+class Family(NamedTuple):
+    """What one model family supplies to :func:`sample_family`.
+
+    Attributes
+    ----------
+    name : str
+        As :func:`bayespmf.models.model_family` reports it.
+    detect : callable ``model -> bool``
+        Whether a PyMC model belongs to this family.
+    methods : tuple of str
+        The ``method`` values the family is sampled by.
+    method_error : str
+        The start of the message refusing another method (``{owner}`` is filled in).
+    estimate : callable ``(model, random_seed) -> point``
+        The default point estimate (``init="auto"``).
+    point : callable ``(model, init, random_seed) -> point or None``
+        ``init`` (not a string) as the family's point; ``None`` may fit ``estimate``.
+    initvals : callable ``(model, point, chains, jitter, rng) -> list of dict``
+        One start (constrained values) per chain, jittered.
+    rewrite : callable ``(model, point, initvals, method, nuts_sampler, transform)``
+        Returns ``(model to sample, initvals, undo)``; ``undo`` (or None) is applied to
+        the draws.
+    finish : callable ``(idata, model, point, starts, align, random_seed) -> idata``
+        Attrs, label alignment, data groups.
+    init_modes : tuple of str
+        The strings ``init`` may be (``"auto"``: fit ``estimate``).
+    optima : callable ``point -> list`` or None
+        The distinct optima of a point estimate (``init="optima"``), if the family
+        has them.
+    simplex_transforms : tuple of str
+        The ``simplex_transform`` options (empty: the family has none).
+    loglik_rows : callable ``idata -> idata`` or None
+        Turns PyMC's per-entry log-likelihood into one value per row.
+    """
+
+    name: str
+    detect: Callable[[Any], bool]
+    methods: tuple[str, ...]
+    method_error: str
+    estimate: Callable[..., Any]
+    point: Callable[..., Any]
+    initvals: Callable[..., list]
+    rewrite: Callable[..., tuple]
+    finish: Callable[..., Any]
+    init_modes: tuple[str, ...] = ("auto",)
+    optima: Callable[[Any], list] | None = None
+    simplex_transforms: tuple[str, ...] = ()
+    loglik_rows: Callable[[Any], Any] | None = None
+
+
+def sample_family(
+    family: Family,
+    model,
+    *,
+    owner: str,
+    init,
+    method: str,
+    nuts_sampler: str,
+    draws: int,
+    tune: int,
+    chains: int,
+    random_seed,
+    progressbar: bool,
+    align: bool,
+    log_likelihood: bool,
+    advi_iterations: int,
+    simplex_transform: str | None,
+    jitter: float = INIT_JITTER,
+    **sample_kwargs,
+):
+    """The posterior of ``model`` (of ``family``): what :func:`sample` runs for each.
+
+    Every argument is as in :func:`bayespmf.models.sample`; ``owner`` names the
+    function in messages and ``jitter`` scales the per-chain jitter of the starts.
+    The family's checks run before its point estimate is fitted, which takes a while.
+
+    """
+    if method not in family.methods:
+        note = (
+            " (method='gibbs' samples latent-class models only)"
+            if method == "gibbs"
+            else ""
+        )
+        raise DataValidationError(
+            f"{family.method_error.format(owner=owner)}; got method={method!r}{note}."
+        )
+    draws, tune, chains = check_sampler_args(method, draws, tune, chains, owner)
+    if family.simplex_transforms:
+        simplex_transform = simplex_transform or family.simplex_transforms[0]
+        if simplex_transform not in family.simplex_transforms:
+            raise DataValidationError(
+                f"The 'simplex_transform' parameter of {owner} must be one of "
+                f"{list(family.simplex_transforms)}; got {simplex_transform!r}."
+            )
+    elif simplex_transform is not None:
+        raise DataValidationError(
+            f"'simplex_transform' applies to latent-class models only; this is a "
+            f"{family.name} model. Drop the argument."
+        )
+    mode, point = _init_mode(family, init, owner)
+    # unknown keywords and empty ADVI runs are refused before the point estimate is fit
+    check_sampler_args(
+        method,
+        draws,
+        tune,
+        chains,
+        owner,
+        advi_iterations=advi_iterations,
+        sample_kwargs={"nuts_sampler": nuts_sampler, **sample_kwargs},
+    )
+    if method == "nuts":
+        check_nuts_sampler(nuts_sampler, tune)
+        sample_kwargs["nuts_sampler"] = nuts_sampler
+    rng = np.random.default_rng(random_seed)
+    if mode is None:
+        point = family.point(model, init, random_seed)
+    elif point is None:
+        point = family.estimate(model, random_seed)
+    starts = family.optima(point) if mode == "optima" else None
+    n_chains = chains if method != "advi" else 1
+    initvals = None
+    if starts is not None:
+        initvals = [
+            family.initvals(model, starts[c % len(starts)], 1, jitter, rng)[0]
+            for c in range(n_chains)
+        ]
+    elif point is not None:
+        initvals = family.initvals(model, point, n_chains, jitter, rng)
+    sampled, initvals, undo = family.rewrite(
+        model, point, initvals, method, nuts_sampler, simplex_transform
+    )
+    idata = run_sampler(
+        sampled,
+        method=method,
+        initvals=initvals,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        advi_iterations=advi_iterations,
+        **sample_kwargs,
+    )
+    if undo is not None:
+        idata = undo(idata)
+    idata = family.finish(idata, model, point, starts, align, random_seed)
+    if log_likelihood:  # per row, label-invariant: the same before and after alignment
+        pm.compute_log_likelihood(idata, model=model, progressbar=False)
+        if family.loglik_rows is not None:
+            idata = family.loglik_rows(idata)
+    return idata
+
+
+def _init_mode(family: Family, init, owner: str):
+    """``(mode, point)``: ``mode`` one of ``family.init_modes`` or None (a point)."""
+    point = None
+    if isinstance(init, tuple) and len(init) == 2 and isinstance(init[0], str):
+        init, point = init
+    if not isinstance(init, str):
+        return None, None
+    if init in family.init_modes:
+        return init, point
+    if len(family.init_modes) > 1:
+        raise DataValidationError(
+            f"The 'init' parameter of {owner} must be 'auto', 'optima', a point "
+            f"estimate or None; got {init!r}."
+        )
+    if init == "optima":
+        raise DataValidationError(
+            f"init={init!r} applies to latent-class models only; for a {family.name} "
+            "model pass 'auto', a fitted estimator or None."
+        )
+    return None, None  # the family's ``point`` refuses it, naming what it takes

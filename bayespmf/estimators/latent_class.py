@@ -127,10 +127,7 @@ class LatentClassPMF(BaseEstimator):
         Seeds every random part: the random starts, the split search of CNMF-SPA,
         JUROR's projections.
     backend : {"auto", "numba", "pytensor", "scipy"}, default "auto"
-        The EM map (:func:`bayespmf.kernels.em.build_em_kernel`): ``"numba"`` (what
-        ``"auto"`` runs) one cached numba loop over the rows, which takes row weights
-        and many starts at once; ``"pytensor"`` a compiled PyTensor graph with a fused
-        E-step Op; ``"scipy"`` SciPy sparse products (the reference).
+        The EM map, as in :func:`bayespmf.fit.fit_em` (``"auto"`` is ``"numba"``).
     progressbar : bool, default False
         Show a progress bar over starts or iterations.
 

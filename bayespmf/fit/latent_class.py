@@ -322,10 +322,7 @@ def fit_latent_class(
     random_state : None, int or numpy.random.Generator
         Seeds every random part (starts, split search, projections).
     backend : {"auto", "numba", "pytensor", "scipy"}, default "auto"
-        The EM map (:func:`bayespmf.kernels.em.build_em_kernel`): ``"numba"`` (what
-        ``"auto"`` runs) one cached numba loop over the rows, which takes row weights
-        and many starts at once; ``"pytensor"`` a compiled PyTensor graph with a fused
-        E-step Op; ``"scipy"`` SciPy sparse products (the reference).
+        The EM map, as in :func:`bayespmf.fit.fit_em` (``"auto"`` is ``"numba"``).
     progressbar : bool, default False
     callback : callable, optional
         ``callback(n_iter, EMState)`` after each EM iteration of the single-start EM

@@ -28,6 +28,7 @@ NUM = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 #: script -> (arguments after ``--quick``, module it needs beyond the core or None,
 #: a regular expression its standard output must match).
 QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
+    "bayes_gibbs_sbc.py": ([], None, rf"^\s+pooled(?:\s+\d+){{5}}\s+{NUM}\s+{NUM}$"),
     "bench_em_step.py": ([], None, rf"ratio default / SciPy: {NUM}"),
     "bench_marginals.py": ([], None, rf"pairwise_marginals\s+{NUM} ms"),
     "bench_wide.py": ([], None, rf"^\s+400\s+{NUM}\s+{NUM}\s+{NUM}"),

@@ -1,12 +1,19 @@
 """The Gibbs step of the latent-class model (issue 25, item 1)."""
 
+import itertools
+
 import numpy as np
 import pymc as pm
 import pytest
 
 from bayespmf import DataValidationError
 from bayespmf.datasets import make_latent_class
-from bayespmf.kernels.gibbs_numba import BLOCK_ROWS, draw_class_counts, draw_dirichlet
+from bayespmf.kernels.gibbs_numba import (
+    BLOCK_ROWS,
+    draw_class_counts,
+    draw_conjugate,
+    draw_dirichlet,
+)
 from bayespmf.models import LatentClassGibbs, latent_class_model, sample
 from bayespmf.pmf import observed_csr
 
@@ -134,6 +141,46 @@ def test_draw_dirichlet_mean_and_tiny_concentrations():
     assert np.all(np.isfinite(tiny)) and np.isclose(np.logaddexp.reduce(tiny), 0.0)
 
 
+def test_draw_conjugate_segments_are_dirichlets():
+    """Every variable's column of every class is Dir(its segment of a_alpha); the
+    weights Dir(w_alpha); tiny concentrations stay finite."""
+    rng = np.random.default_rng(1)
+    offsets = np.array([0, 2, 5])
+    a_alpha = np.array([[1.0, 4.0], [3.0, 0.5], [2.0, 1.0], [1.0, 1.0], [7.0, 2.0]])
+    w_alpha = np.array([2.0, 6.0])
+    draws = [draw_conjugate(w_alpha, a_alpha, offsets, rng) for _ in range(20000)]
+    w = np.exp([d[0] for d in draws])
+    a = np.exp([d[1] for d in draws])
+    np.testing.assert_allclose(w.mean(axis=0), w_alpha / w_alpha.sum(), atol=0.01)
+    for lo, hi in itertools.pairwise(offsets):
+        seg = a_alpha[lo:hi]
+        np.testing.assert_allclose(a[:, lo:hi].sum(axis=1), 1.0)
+        np.testing.assert_allclose(a[:, lo:hi].mean(axis=0), seg / seg.sum(0), atol=0.01)
+    tiny = np.full((5, 2), 1e-3)
+    lw, la = draw_conjugate(np.array([1e-3, 50.0]), tiny, offsets, rng)
+    assert np.all(np.isfinite(la)) and np.isclose(np.logaddexp.reduce(lw), 0.0)
+
+
+def test_n_sweeps_is_repeated_single_sweeps():
+    """A step of n_sweeps=3 is three steps of n_sweeps=1 for the same generator;
+    n_sweeps must be a positive integer."""
+    codes, _, _ = _toy()
+    model = latent_class_model(codes, 2, n_categories=N_CAT)
+    one = LatentClassGibbs(model=model, rng=5, n_sweeps=1)
+    three = LatentClassGibbs(model=model, rng=5, n_sweeps=3)
+    a = b = model.initial_point()
+    for _ in range(3):
+        a, _ = one.step(a)
+    b, _ = three.step(b)
+    for name in one._names:
+        np.testing.assert_allclose(a[name], b[name], rtol=1e-12, atol=1e-12)
+    c, _ = one.step(model.initial_point())
+    assert not np.allclose(c[one._names[0]], b[one._names[0]])
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(DataValidationError, match="n_sweeps"):
+            LatentClassGibbs(model=model, n_sweeps=bad)
+
+
 def _gibbs(model, seed, draws=100, chains=2, tune=20):
     with model:
         return pm.sample(
@@ -178,7 +225,7 @@ def test_priors_are_the_model_priors():
 
     alpha = 40.0
     model = latent_class_model(codes, 3, n_categories=N_CAT, weights_prior=alpha)
-    step = LatentClassGibbs(model=model, rng=1)
+    step = LatentClassGibbs(model=model, rng=1, n_sweeps=1)
     start = model.initial_point()
     # the start at (log_w, log_a), where the exact responsibilities are known
     offsets = np.concatenate([[0], np.cumsum(N_CAT)])
@@ -261,3 +308,34 @@ def test_agrees_with_nuts(small_posteriors):
         assert np.all(np.abs(mg - mn) <= 4 * se + 0.005), (name, mg, mn, se)
         se_sd = np.sqrt(sg**2 / (2 * eg) + sn**2 / (2 * en))
         assert np.all(np.abs(sg - sn) <= 4 * se_sd + 0.1 * sn), (name, sg, sn)
+
+
+def _benchmark(name):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_simulation_based_calibration():
+    """(c) SBC, reduced (benchmarks/bayes_gibbs_sbc.py, 24 replications): the ranks
+    of the marginal cell probabilities and the largest weight are not far from
+    uniform (each quantity Bonferroni p > 0.001, pooled p > 0.001), while the same
+    check of a step given the wrong factor prior (10 instead of 1) fails pooled."""
+    sbc = _benchmark("bayes_gibbs_sbc")
+    args = sbc.parse_args(["--reps", "24"])
+    names, ranks = sbc.sbc(args)
+    assert ranks.shape == (24, len(names)) and ranks.min() >= 0
+    assert ranks.max() <= args.draws
+    p = [sbc.uniformity(ranks[:, q], args.draws, args.bins)[2] for q in range(len(names))]
+    assert min(p) * len(p) > 0.001, p
+    assert sbc.pooled(ranks, args.draws, args.bins)[2] > 0.001
+
+    wrong = sbc.parse_args(["--reps", "24", "--factor-prior-fit", "10", "--seed", "1000"])
+    _, bad_ranks = sbc.sbc(wrong)
+    assert sbc.pooled(bad_ranks, wrong.draws, wrong.bins)[2] < 0.001

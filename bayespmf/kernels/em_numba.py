@@ -31,7 +31,13 @@ import numpy as np
 
 from bayespmf._runtime import n_cpus
 
-__all__ = ["MIN_BLOCKS_PER_THREAD", "estep_blocks", "estep_stats", "numba_estep_stats"]
+__all__ = [
+    "MIN_BLOCKS_PER_THREAD",
+    "estep_blocks",
+    "estep_stats",
+    "numba_estep_stats",
+    "row_log_joint",
+]
 
 #: The starts of one E-step are split between threads when every thread gets at
 #: least this many (the multi-start exploration runs 300; a single fit runs 1).
@@ -48,6 +54,43 @@ def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bayespmf-estep")
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def row_log_joint(log_w, log_a, indptr, indices, s, buf):  # pragma: no cover - numba
+    """Write the log joint of row ``s`` and every column of ``log_a`` into ``buf``.
+
+    ``buf = log_w + sum_k log_a[indices[k]]`` over row ``s``'s observed entries: the
+    per-row gather of the E-step and of the Gibbs label draw
+    (:mod:`bayespmf.kernels.gibbs_numba`), compiled into its caller.
+
+    Parameters
+    ----------
+    log_w : ndarray, shape (C,)
+        Log class weights (of every start, block after block).
+    log_a : ndarray, shape (P, C)
+        Log stacked factors.
+    indptr, indices : ndarray of int64
+        CSR layout of the observed entries.
+    s : int
+        The row.
+    buf : ndarray, shape (C,)
+        Overwritten with the row's log joint.
+
+    Examples
+    --------
+    >>> buf = np.empty(2)
+    >>> row_log_joint(np.zeros(2), np.log([[0.5, 0.25], [0.5, 0.75]]),
+    ...               np.array([0, 2]), np.array([0, 1]), 0, buf)
+    >>> np.exp(buf).round(4).tolist()
+    [0.25, 0.1875]
+    """
+    for c in range(buf.size):
+        buf[c] = log_w[c]
+    for k in range(indptr[s], indptr[s + 1]):
+        j = indices[k]
+        for c in range(buf.size):
+            buf[c] += log_a[j, c]
+
+
 @numba.njit(cache=True, nogil=True)
 def _estep_blocks(
     log_w, log_a, indptr, indices, row_weight, n_blocks, counts, totals, loglik
@@ -57,12 +100,7 @@ def _estep_blocks(
     rank = n_col // n_blocks
     buf = np.empty(n_col)
     for s in range(n_rows):
-        for c in range(n_col):
-            buf[c] = log_w[c]
-        for k in range(indptr[s], indptr[s + 1]):
-            j = indices[k]
-            for c in range(n_col):
-                buf[c] += log_a[j, c]
+        row_log_joint(log_w, log_a, indptr, indices, s, buf)
         ws = row_weight[s]
         for b in range(n_blocks):
             lo = b * rank

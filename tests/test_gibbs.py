@@ -195,6 +195,21 @@ def _gibbs(model, seed, draws=100, chains=2, tune=20):
         )
 
 
+def test_front_door_passes_n_sweeps():
+    """``sample(..., method="gibbs", n_sweeps=k)`` reaches the step (a bad value is
+    refused by the step, by name), and other steps' options are still refused."""
+    data, _ = make_latent_class(40, [2, 3, 2, 2], rank=2, random_state=0)
+    model = latent_class_model(data, 2)
+    kw = dict(method="gibbs", draws=5, tune=5, chains=1, progressbar=False, align=False)
+    with pytest.raises(DataValidationError, match="n_sweeps"):
+        sample(model, init=None, n_sweeps=0, **kw)
+    with pytest.raises(DataValidationError, match="target_accept"):
+        sample(model, init=None, target_accept=0.9, **kw)
+    one = sample(model, init=None, n_sweeps=1, random_seed=3, **kw)
+    two = sample(model, init=None, n_sweeps=2, random_seed=3, **kw)
+    assert not np.allclose(one.posterior["weights"].values, two.posterior["weights"].values)
+
+
 def test_same_seed_same_draws():
     """(d) pm.sample(random_seed=...) makes the Gibbs draws reproducible."""
     codes, _, _ = _toy()

@@ -265,7 +265,7 @@ def _check_gibbs_kwargs(sample_kwargs: dict, owner: str) -> None:
             "for method='gibbs'."
         )
     valid = _named_parameters(pm.sample) - _PM_SAMPLE_SET - _GIBBS_SET
-    bad = sorted(set(sample_kwargs) - valid - {"nuts_sampler"})
+    bad = sorted(set(sample_kwargs) - valid - {"nuts_sampler", "n_sweeps"})
     if bad:
         raise DataValidationError(
             f"{owner}(method='gibbs') got keyword argument(s) {bad} that the Gibbs "
@@ -417,7 +417,10 @@ def run_sampler(
 
                 # threads over rows in each chain; the chains' processes share the CPUs
                 threads = max(1, n_cpus() // sample_kwargs["cores"])
-                sample_kwargs["step"] = LatentClassGibbs(model=model, threads=threads)
+                n_sweeps = sample_kwargs.pop("n_sweeps", None)
+                sample_kwargs["step"] = LatentClassGibbs(
+                    model=model, threads=threads, n_sweeps=n_sweeps
+                )
             elif nuts_sampler == "pymc":
                 # PyMC 6 picks nutpie by default when it is installed: name PyMC's own
                 sample_kwargs["nuts_sampler"] = "pymc"

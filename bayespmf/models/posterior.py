@@ -125,13 +125,16 @@ def sample(
         costs one pass over the observed entries (NUTS: one per leapfrog step, 15-110
         per draw), so prefer it on large data and where NUTS mixes slowly, as with
         weakly separated classes; where NUTS mixes well the two are about level.
-        Measured on UCI Car at rank 4, 2 chains, same start, one run per seed
-        (``benchmarks/bayes_gibbs.py --seeds 0 1 2 --gibbs-draws 10000``; 2 shared
-        cores, other work running): smallest bulk ESS per second 48, 45, 49 for
-        Gibbs (500 + 10000 draws, aligned r-hat <= 1.006) against 2.7, 26, 55 for
-        PyMC's NUTS (500 + 500; r-hat 1.054, 1.017, 1.012). A Gibbs step costs
-        0.5 ms there (1.3-2 ms per draw inside ``pm.sample``, whose loop
-        dominates), but its draws are more autocorrelated: take several thousand.
+        Measured on UCI Car at rank 4, 2 chains, same start, one run
+        (``benchmarks/bayes_gibbs.py --seeds 0 1 2 --gibbs-draws 2000``; 2 cores,
+        quiet machine): smallest bulk ESS per second 215, 138, 175 for Gibbs
+        (500 + 2000 draws of 8 sweeps each, aligned r-hat <= 1.003) against 5.4, 49,
+        98 for PyMC's NUTS (500 + 500; r-hat 1.054, 1.017, 1.012): 40, 2.8 and 1.8
+        times. Each recorded draw is ``n_sweeps`` Gibbs sweeps (a keyword of this
+        function with ``method="gibbs"``; default
+        :data:`bayespmf.models.gibbs.DEFAULT_SWEEPS` = 8, the best of 1-32 on Car),
+        so ``pm.sample``'s per-draw cost (1-2 ms) is spread over them (a sweep
+        costs about 0.3 ms there).
         ``simplex_transform`` does not apply (the draws are the same in any
         coordinates).
     nuts_sampler : {"pymc", "nutpie", "numpyro", "blackjax"}, default "pymc"

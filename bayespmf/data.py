@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -84,8 +85,7 @@ class CategoricalData:
                 f"{[len(c) for c in categories]}."
             )
         for var, cats in zip(names, categories, strict=True):
-            if len(set(cats)) != len(cats):
-                dup = sorted({c for c in cats if cats.count(c) > 1})
+            if dup := _repeated(cats):
                 raise DataValidationError(
                     f"'categories' of variable {var!r} repeat the label(s) {dup}: each "
                     "code of a variable needs its own label. Merge the codes that share "
@@ -125,6 +125,7 @@ class CategoricalData:
         Returns
         -------
         CategoricalData
+            A read-only copy of ``codes`` with its alphabets and labels.
 
         Raises
         ------
@@ -176,6 +177,7 @@ class CategoricalData:
         Returns
         -------
         CategoricalData
+            One variable per column, named after it; missing entries coded ``-1``.
 
         Raises
         ------
@@ -201,9 +203,7 @@ class CategoricalData:
             )
         if df.shape[0] == 0 or df.shape[1] == 0:
             raise DataValidationError(f"'df' is empty (shape {df.shape}).")
-        col_names = [str(c) for c in df.columns]
-        if len(set(col_names)) != len(col_names):
-            dup = sorted({c for c in col_names if col_names.count(c) > 1})
+        if dup := _repeated(str(c) for c in df.columns):
             raise DataValidationError(
                 f"'df' has duplicated column name(s) {dup}; every variable needs its "
                 "own name. Rename or drop the duplicates (e.g. "
@@ -794,3 +794,8 @@ def _check_label_types(values, col) -> None:
 def _default_labels(k: int) -> list[str]:
     """The labels a CategoricalData gives a variable of ``k`` categories by default."""
     return [str(i) for i in range(k)]
+
+
+def _repeated(values) -> list:
+    """The values that occur more than once in ``values``, sorted (empty: none)."""
+    return sorted(v for v, n in Counter(values).items() if n > 1)

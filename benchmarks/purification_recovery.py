@@ -73,7 +73,7 @@ def main(argv=None):
                 a, _ = purification(
                     y,
                     truth.init,
-                    n_iter=t,
+                    max_iter=t,
                     eta=args.eta,
                     alpha=args.alpha,
                     pinv_method=args.pinv,

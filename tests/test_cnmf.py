@@ -298,7 +298,7 @@ def test_spa_bootstrap_split_beats_paper_split_on_table1():
 def test_bootstrap_replicates_are_multinomial_around_the_model():
     # reference: the mean of many replicates is the model, and the per-cell variance
     # is p (1 - p) / n, the multinomial's
-    from bayespmf.kernels.cnmf import _replicate
+    from bayespmf.kernels._cnmf_bootstrap import replicate
 
     weights = np.array([0.3, 0.7])
     factors = [_norm(np.random.default_rng(n).uniform(size=(3, 2))) for n in range(3)]
@@ -306,7 +306,7 @@ def test_bootstrap_replicates_are_multinomial_around_the_model():
     observed = ~np.eye(3, dtype=bool)
     rng = np.random.default_rng(0)
     reps = np.stack(
-        [_replicate(m.joint, m.counts, m.offsets, observed, rng) for _ in range(4000)]
+        [replicate(m.joint, m.counts, m.offsets, observed, rng) for _ in range(4000)]
     )
     np.testing.assert_allclose(reps.mean(axis=0), m.joint, atol=4e-3)
     p = m.joint[0:3, 3:6]
@@ -395,7 +395,8 @@ def test_opt_from_spa_improves_fit(sampled_case):
 
 
 def test_compiled_gradient_matches_finite_differences(sampled_case):
-    from bayespmf.kernels.cnmf import _compiled_kl, _expand, _pair_weight_matrix
+    from bayespmf.kernels._cnmf_common import expand_pair_weights, pair_weight_matrix
+    from bayespmf.kernels.cnmf_opt import _compiled_kl
 
     _, _, m = sampled_case
     rng = np.random.default_rng(0)
@@ -403,7 +404,7 @@ def test_compiled_gradient_matches_finite_differences(sampled_case):
     lam = _norm(rng.uniform(size=(3, 1)))[:, 0]
     obs = m.counts > 0
     np.fill_diagonal(obs, False)
-    wt = _expand(_pair_weight_matrix(m, obs, "uniform"), m.n_categories) / 2
+    wt = expand_pair_weights(pair_weight_matrix(m, obs, "uniform"), m.n_categories) / 2
     x = np.array(m.joint)
     log_x = np.log(x, out=np.zeros_like(x), where=x > 0)
     value, value_grad = _compiled_kl()

@@ -266,6 +266,29 @@ def test_fit_latent_class_matches_estimator(data, ddata, sync, method):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
 
 
+def test_fit_latent_class_agrees_with_the_in_memory_function(data, ddata, sync):
+    import copy
+
+    from bayespmf.fit import LatentClassFit
+    from bayespmf.fit import fit_latent_class as fit_in_memory
+
+    got = fit_latent_class(ddata, 3, "cnmf-spa-em", random_state=0, max_iter=200)
+    ref = fit_in_memory(data, 3, "cnmf-spa-em", random_state=0, max_iter=200)
+    assert isinstance(got, LatentClassFit)  # the in-memory function's result type
+    assert got.n_iter == ref.n_iter and got.converged == ref.converged
+    np.testing.assert_allclose(got.params.weights, ref.params.weights, atol=1e-9)
+    np.testing.assert_allclose(got.loglik_trace, ref.loglik_trace, rtol=1e-12)
+    assert got.loglik == pytest.approx(ref.loglik, rel=1e-12)
+    # and it answers as the fitted estimator: a start bound by name
+    assert got.variable_names_ == got.estimator.variable_names_ == data.names
+    assert got.n_iter_ == got.n_iter
+    np.testing.assert_array_equal(got.weights_, got.params.weights)
+    again = copy.deepcopy(got)
+    assert again.estimator.n_iter_ == again.n_iter == got.n_iter
+    with pytest.raises(AttributeError):
+        got.no_such_attribute_
+
+
 def test_fit_latent_class_errors(ddata):
     with pytest.raises(ValueError, match="'method'"):
         fit_latent_class(ddata, 2, "spectral")

@@ -67,8 +67,8 @@ CASES = [
         fit_args=(np.random.default_rng(0).random((20, 4)),),
         not_exposed={
             "y": "fit(Y) converts Y to a float array first",
-            "init": "fit(Y, init) defaults it to SPA on the rows and checks its shape",
-            "progressbar": "PurificationNMF has no progress bar",
+            "init": "fit(Y, init=) defaults it to SPA on the rows and checks its shape",
+            "owner": "the estimator names itself in the messages",
         },
         not_forwarded={"n_components": "the shape of init carries it"},
     ),

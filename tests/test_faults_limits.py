@@ -38,7 +38,9 @@ from bayespmf.fit.latent_class import (
     rows_start,
 )
 from bayespmf.fit.memory import MEMORY_PER_ENTRY
+from bayespmf.kernels import _cnmf_bootstrap, _cnmf_common
 from bayespmf.kernels import cnmf as cnmf_kernel
+from bayespmf.kernels import cnmf_spa as cnmf_spa_kernel
 from bayespmf.marginals import pairwise as pairwise_mod
 from bayespmf.marginals import pairwise_marginals
 from bayespmf.pmf import offsets_of
@@ -301,7 +303,7 @@ def _replicate_reference(model, counts, offsets, observed, rng):
 
 @pytest.mark.parametrize("batch", [1, 37, 2**22])
 def test_bootstrap_replicates_equal_one_draw_per_pair(monkeypatch, batch):
-    monkeypatch.setattr(cnmf_kernel, "REPLICATE_BATCH_ENTRIES", batch)
+    monkeypatch.setattr(_cnmf_bootstrap, "REPLICATE_BATCH_ENTRIES", batch)
     rng = np.random.default_rng(1)
     n_cat = rng.integers(2, 12, size=25)
     n_cat[3] = 40  # blocks of 8 or more entries: np.sum's pairwise summation
@@ -314,11 +316,11 @@ def test_bootstrap_replicates_equal_one_draw_per_pair(monkeypatch, batch):
     observed = observed & observed.T
     np.fill_diagonal(observed, False)
     counts = rng.integers(1, 5000, size=(25, 25)) * 0.7  # weighted: truncated to ints
-    plan = cnmf_kernel._replicate_plan(model, counts, offsets, observed)
+    plan = _cnmf_bootstrap.replicate_plan(model, counts, offsets, observed)
     ref_rng, new_rng = np.random.default_rng(5), np.random.default_rng(5)
     for _ in range(3):
         ref = _replicate_reference(model, counts, offsets, observed, ref_rng)
-        got = cnmf_kernel._replicate(model, counts, offsets, observed, new_rng, plan)
+        got = _cnmf_bootstrap.replicate(model, counts, offsets, observed, new_rng, plan)
         np.testing.assert_array_equal(got, ref)
     assert ref_rng.random() == new_rng.random()  # the same stream afterwards
 
@@ -328,10 +330,10 @@ def test_normalize_blocks_equals_one_call_per_block():
     sizes = rng.integers(2, 140, size=30)
     a = rng.normal(size=(int(sizes.sum()), 3)) * 10.0 ** rng.uniform(-4, 4, (1, 3))
     a[offsets_of(sizes)[4] : offsets_of(sizes)[5]] = -1.0  # an all-zero block -> uniform
-    got = cnmf_kernel._normalize_blocks(a, sizes)
+    got = _cnmf_common.normalize_blocks(a, sizes)
     offsets = offsets_of(sizes)
     for n, block in enumerate(got):
-        ref = cnmf_kernel._normalize_columns(a[offsets[n] : offsets[n + 1]])
+        ref = _cnmf_common.normalize_columns(a[offsets[n] : offsets[n + 1]])
         np.testing.assert_array_equal(block, ref)
 
 
@@ -501,8 +503,8 @@ def test_batched_nnls_equals_scipy_nnls():
             g = rng.uniform(size=(int(rng.integers(rank + 1, 30)), rank))
             y = rng.normal(size=(g.shape[0], 40))
             y[:, ::2] += g @ rng.uniform(size=(rank, 20))  # some interior solutions
-            ref = cnmf_kernel._nnls_rows(g, y)
-            got = cnmf_kernel._nnls_columns(g, y)
+            ref = cnmf_spa_kernel._nnls_rows(g, y)
+            got = cnmf_spa_kernel._nnls_columns(g, y)
             assert (got >= 0).all()
             np.testing.assert_allclose(got, ref, atol=1e-9)
     # a rank-deficient G: the residuals agree (the solution need not be unique)
@@ -511,14 +513,14 @@ def test_batched_nnls_equals_scipy_nnls():
     y = rng.normal(size=(12, 30))
     res = [
         np.linalg.norm(y - g @ f(g, y).T, axis=0)
-        for f in (cnmf_kernel._nnls_rows, cnmf_kernel._nnls_columns)
+        for f in (cnmf_spa_kernel._nnls_rows, cnmf_spa_kernel._nnls_columns)
     ]
     np.testing.assert_allclose(res[1], res[0], rtol=1e-10, atol=1e-12)
     # above the enumerated ranks: scipy's NNLS itself
     big = rng.uniform(size=(20, cnmf_kernel.MAX_ENUMERATED_NNLS_RANK + 1))
     y = rng.normal(size=(20, 5))
     np.testing.assert_array_equal(
-        cnmf_kernel._nnls_columns(big, y), cnmf_kernel._nnls_rows(big, y)
+        cnmf_spa_kernel._nnls_columns(big, y), cnmf_spa_kernel._nnls_rows(big, y)
     )
 
 

@@ -1,5 +1,8 @@
+import warnings
+
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 from bayespmf import DataValidationError
 from bayespmf.datasets._simulate_nmf import make_purification_data
@@ -42,7 +45,7 @@ def test_noiseless_simplified_case_from_warm_start(noiseless):
     Y, truth = noiseless
     start = _err(truth.init, truth.components)
     a, info = purification(
-        Y, truth.init, n_iter=40, eta=0.3, alpha=0.2, pinv_method="moore-penrose"
+        Y, truth.init, max_iter=40, eta=0.3, alpha=0.2, pinv_method="moore-penrose"
     )
     assert _err(a, truth.components) < 0.45 * start
     assert info["change"][-1] < 1e-3 * info["change"][0]
@@ -55,7 +58,7 @@ def test_more_samples_smaller_error():
         a, _ = purification(
             Y,
             t.init,
-            n_iter=30,
+            max_iter=30,
             eta=0.3,
             alpha=0.2,
             balance=False,
@@ -70,7 +73,7 @@ def test_estimator_passes_arguments_and_is_deterministic(noiseless):
     Y = Y[:3000]
     before = Y.copy()
     kw = dict(
-        n_iter=5,
+        max_iter=5,
         eta=0.3,
         alpha=0.2,
         balance=False,
@@ -85,7 +88,7 @@ def test_estimator_passes_arguments_and_is_deterministic(noiseless):
     assert np.array_equal(Y, before)
     x = m1.transform(Y[:10])
     assert x.shape == (10, 8) and np.all(x >= 0)
-    m2 = PurificationNMF(8, n_iter=3).fit(Y)  # SPA warm start
+    m2 = PurificationNMF(8, max_iter=3).fit(Y)  # SPA warm start
     assert m2.components_.shape == (16, 8)
 
 
@@ -93,7 +96,7 @@ def test_balancing_is_undone():
     Y, t = make_purification_data(3000, 10, 4, init_quality=0.05, random_state=2)
     d = balance_columns(Y, t.init, 0.1)
     assert d.min() == pytest.approx(1.0)
-    a, info = purification(Y, t.init, n_iter=1, eta=1e-12, alpha=0.1)
+    a, info = purification(Y, t.init, max_iter=1, eta=1e-12, alpha=0.1)
     assert np.allclose(a, t.init, atol=1e-9)
     assert np.array_equal(info["scale"], d)
 
@@ -133,3 +136,46 @@ def test_errors(noiseless):
         make_purification_data(10, 4, 2, weights="gauss")
     with pytest.raises(DataValidationError, match="n_features >= n_components"):
         make_purification_data(10, 2, 4)
+
+
+def test_n_iter_is_a_deprecated_alias_of_max_iter(noiseless):
+    Y, truth = noiseless
+    Y = Y[:2000]
+    kw = dict(eta=0.3, alpha=0.2, batch_size=500, random_state=0)
+    new = PurificationNMF(8, max_iter=3, **kw).fit(Y, init=truth.init)
+    with pytest.warns(
+        FutureWarning,
+        match=r"'n_iter' parameter of PurificationNMF.*"
+        r"max_iter=3",
+    ) as record:
+        old = PurificationNMF(8, n_iter=3, **kw).fit(Y, init=truth.init)
+    assert record[0].filename == __file__  # points at the caller's line
+    assert old.n_iter_ == new.n_iter_ == 3
+    assert np.array_equal(old.components_, new.components_)
+    a, _ = purification(Y, truth.init, max_iter=3, **kw)
+    with pytest.warns(FutureWarning, match=r"'n_iter' parameter of purification"):
+        b, _ = purification(Y, truth.init, n_iter=3, **kw)
+    assert np.array_equal(a, b) and np.array_equal(a, new.components_)
+    with warnings.catch_warnings():  # the default (max_iter=None) is T = 100, no warning
+        warnings.simplefilter("error")
+        assert PurificationNMF(8, **kw).fit(Y, init=truth.init).n_iter_ == 100
+    with pytest.raises(ValueError, match=r"both 'max_iter'.*Pass max_iter only"):
+        PurificationNMF(8, max_iter=3, n_iter=4).fit(Y, init=truth.init)
+    with pytest.raises(ValueError, match="'max_iter' parameter of purification"):
+        purification(Y, truth.init, max_iter=0)
+
+
+def test_scikit_learn_conventions(noiseless):
+    Y, truth = noiseless
+    Y = Y[:2000]
+    est = PurificationNMF(8, max_iter=2, random_state=0)
+    assert clone(est).get_params() == est.get_params()
+    assert repr(est) == "PurificationNMF(max_iter=2, n_components=8, random_state=0)"
+    x = est.fit_transform(Y, np.zeros(len(Y)), init=truth.init)  # y ignored
+    assert np.array_equal(x, est.transform(Y))
+    with pytest.raises(ValueError, match=r"'y' is ignored.*pass init=\.\.\. by keyword"):
+        est.fit(Y, truth.init)  # a warm start where y stands is refused, not ignored
+    bad = Y[:3].copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(DataValidationError, match="transform holds NaN or inf"):
+        est.transform(bad)

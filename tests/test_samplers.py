@@ -187,3 +187,25 @@ def test_missing_sampler_package_is_named_without_importing_it(monkeypatch):
     with monkeypatch.context() as m:  # importlib.util.find_spec would ask __spec__
         m.setitem(sys.modules, "numpy", Placeholder())
         assert _sampling.check_nuts_sampler("numpyro", tune=10) == "numpyro"
+
+
+@pytest.mark.slow
+def test_numpyro_samples_a_simplex_nest():
+    # the simplex nest is sampled as built: PyMC's JAX driver turns its mutable dims
+    # into constants, so JAX gets static shapes without freezing the model first
+    pytest.importorskip("numpyro")
+    from bayespmf.datasets import make_simplex_nest
+    from bayespmf.models.simplex_nest import simplex_nest_model
+
+    X, _ = make_simplex_nest(30, 3, 2, alpha=2.0, sigma=0.1, random_state=0)
+    model = simplex_nest_model(X, 2, alpha=2.0)
+    kw = dict(nuts_sampler="numpyro", draws=5, tune=5, chains=1, progressbar=False)
+    idata = sample(model, random_seed=1, **kw)
+    post = idata.posterior
+    assert post.attrs["nuts_sampler"] == "numpyro"
+    assert post["vertices"].shape == (1, 5, 2, 3)
+    assert "vertex_permutation" in idata.sample_stats
+    loglik = idata.log_likelihood["x"]
+    assert loglik.dims == ("chain", "draw", "obs") and np.isfinite(loglik.values).all()
+    again = sample(model, random_seed=1, **kw)
+    np.testing.assert_array_equal(again.posterior["vertices"].values, post["vertices"])

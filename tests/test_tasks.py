@@ -256,6 +256,7 @@ def test_rating_average_user_without_ratings_gets_global_mean():
         ({"posterior": {"draw": 10}}, r"Unknown posterior option 'draw'.*'draws'"),
         ({"posterior": "yes"}, r"'posterior' must be False, True or a dict"),
         ({"target": "party"}, r"Unknown variable 'party'"),
+        ({"n_trial": 2}, r"classify got unknown option\(s\) \['n_trial'\]"),
     ],
 )
 def test_classify_errors(kwargs, match):
@@ -278,6 +279,18 @@ def test_predict_ratings_errors():
         predict_ratings("action", fractions=(0.5, 0.5))
     with pytest.raises(DataValidationError, match="Unknown baseline 'naive-bayes'"):
         predict_ratings("action", baselines=["naive-bayes"])
+
+
+def test_both_tasks_show_the_shared_protocol_options():
+    import inspect
+
+    from bayespmf.apps.tasks import PROTOCOL_DEFAULTS
+
+    for task in (classify, predict_ratings):
+        params = inspect.signature(task).parameters
+        shown = {k: params[k].default for k in PROTOCOL_DEFAULTS}
+        assert shown == PROTOCOL_DEFAULTS
+        assert all(p.kind is not p.VAR_KEYWORD for p in params.values())
 
 
 def test_tasks_module_keeps_its_names_after_the_split():

@@ -24,6 +24,7 @@ they share (``_task_checks``).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,7 @@ __all__ = [
     "ITER_CHECKPOINTS",
     "POSTERIOR_COMBINE",
     "POSTERIOR_DEFAULTS",
+    "PROTOCOL_DEFAULTS",
     "RATING_METHODS",
     "check_task_inputs",
     "classify",
@@ -67,6 +69,34 @@ RATING_METHODS = ("cnmf-spa", "cnmf-spa-em", "em", "squarem")
 #: Rank grid searched on the validation part: from a handful of classes to 20, roughly
 #: geometric (accuracy changes little between neighbouring large ranks).
 DEFAULT_RANKS = (2, 3, 5, 8, 12, 20)
+
+#: The options of the trial protocol that both tasks take, with their defaults (see
+#: :func:`classify`).
+PROTOCOL_DEFAULTS = {
+    "n_trials": 20,
+    "ranks": DEFAULT_RANKS,
+    "fractions": (0.5, 0.2, 0.3),
+    "max_iter": None,
+    "tol": None,
+    "random_state": None,
+    "posterior": False,
+    "progressbar": False,
+}
+
+
+def _with_protocol(task_function):
+    """Show the :data:`PROTOCOL_DEFAULTS` options in a task's signature (``**protocol``).
+
+    ``help()``, the docs and :func:`check_task_inputs` read the signature.
+    """
+    sig = inspect.signature(task_function)
+    own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+        for name, default in PROTOCOL_DEFAULTS.items()
+    ]
+    task_function.__signature__ = sig.replace(parameters=own + shared)
+    return task_function
 
 
 # --------------------------------------------------------------------- inputs
@@ -253,8 +283,6 @@ def check_task_inputs(kind: str, data, target=None, **kwargs) -> None:
     ...
     bayespmf._validation.DataValidationError: Unknown variable 'klass'; ...
     """
-    import inspect
-
     function = {"classify": classify, "ratings": predict_ratings}.get(kind)
     if function is None:
         raise DataValidationError(f"'kind' must be 'classify' or 'ratings'; got {kind!r}.")
@@ -328,9 +356,21 @@ def _run(task, split_fn, args):
     return records
 
 
-def _perform(kind, args):
-    """Run the task ``kind`` on its function's arguments (by name): the table."""
+def _perform(kind, data_args, methods, baselines, protocol):
+    """Run the task ``kind``: the table.
+
+    ``data_args``: its data arguments by name; ``protocol``: the options of
+    :data:`PROTOCOL_DEFAULTS` given (the others take their defaults).
+    """
     task = _TASKS[kind]
+    unknown = sorted(set(protocol) - set(PROTOCOL_DEFAULTS))
+    if unknown:
+        raise DataValidationError(
+            f"{task.name} got unknown option(s) {unknown}; its options are 'methods', "
+            f"'baselines' and {list(PROTOCOL_DEFAULTS)}."
+        )
+    args = {**data_args, "methods": methods, "baselines": baselines}
+    args |= PROTOCOL_DEFAULTS | protocol
     _, split_fn = task.splits(args)
     records = _run(task, split_fn, args)
     return _summarize(task.finish(records), task.metrics, task.scale, task.kind)
@@ -363,20 +403,14 @@ def _summarize(records, metrics, scale, task):
     return table
 
 
+@_with_protocol
 def classify(
     data_or_name,
     target=None,
     *,
     methods: Sequence[str] = CLASSIFY_METHODS,
     baselines: Sequence[str] = tuple(CLASSIFIERS),
-    n_trials: int = 20,
-    ranks: Sequence[int] = DEFAULT_RANKS,
-    fractions: tuple[float, float, float] = (0.5, 0.2, 0.3),
-    max_iter: int | None = None,
-    tol: float | None = None,
-    random_state=None,
-    posterior=False,
-    progressbar: bool = False,
+    **protocol,
 ) -> pd.DataFrame:
     """MAP classification of a target variable, latent-class methods vs baselines.
 
@@ -461,9 +495,11 @@ def classify(
     >>> bool(table.loc["cnmf-spa-em", "accuracy_mean"] > 80)
     True
     """
-    return _perform("classify", locals())  # the arguments by name
+    args = {"data_or_name": data_or_name, "target": target}
+    return _perform("classify", args, methods, baselines, protocol)
 
 
+@_with_protocol
 def predict_ratings(
     data_or_genre,
     *,
@@ -474,14 +510,7 @@ def predict_ratings(
         "movie-average",
         "biased-mf",
     ),
-    n_trials: int = 20,
-    ranks: Sequence[int] = DEFAULT_RANKS,
-    fractions: tuple[float, float, float] = (0.5, 0.2, 0.3),
-    max_iter: int | None = None,
-    tol: float | None = None,
-    random_state=None,
-    posterior=False,
-    progressbar: bool = False,
+    **protocol,
 ) -> pd.DataFrame:
     """Predict held-out ratings by MMSE and MAP, latent-class methods vs baselines.
 
@@ -525,4 +554,5 @@ def predict_ratings(
     >>> bool(t.loc["cnmf-spa-em", "rmse_mean"] < 1.2)
     True
     """
-    return _perform("ratings", locals())  # the arguments by name
+    args = {"data_or_genre": data_or_genre}
+    return _perform("ratings", args, methods, baselines, protocol)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
 
 from bayespmf._validation import DataValidationError, check_int
+from bayespmf.estimators._base import check_ignored_y
 from bayespmf.fit.purification import purification
 from bayespmf.kernels.purification import min_inf_pinv, relu_decode
 from bayespmf.kernels.spa import spa
@@ -12,15 +14,16 @@ from bayespmf.kernels.spa import spa
 __all__ = ["PurificationNMF"]
 
 
-class PurificationNMF:
+class PurificationNMF(TransformerMixin, BaseEstimator):
     r"""Non-negative weights, free features: :math:`Y \approx X A^\top` by purification.
 
     Parameters
     ----------
     n_components : int
         Number of features n.
-    n_iter : int, default 100
-        Iterations T of Alg. 1.
+    max_iter : int, optional
+        Iterations T of Alg. 1, which has no stopping rule and runs them all (100
+        when None).
     eta : float, default 0.1
         Step size :math:`\eta`.
     alpha : float, default 0.1
@@ -35,6 +38,12 @@ class PurificationNMF:
     pinv_method : {"min-inf", "moore-penrose"}, default "min-inf"
         Left inverse used to decode (Alg. 1 uses the minimum-:math:`\infty`-norm one).
     random_state : None, int or numpy.random.Generator
+        Seeds the batches (the only random part).
+    progressbar : bool, default False
+        Show a progress bar over the iterations.
+    n_iter : int, optional
+        Deprecated name of ``max_iter``: accepted with a ``FutureWarning`` (raised by
+        :meth:`fit`) for one release; giving both is an error.
 
     Attributes
     ----------
@@ -44,24 +53,31 @@ class PurificationNMF:
         The scaling factor used.
     scale_ : ndarray, shape (n_components,)
         The balancing diagonal :math:`D`.
-    change_ : ndarray, shape (n_iter,)
+    change_ : ndarray, shape (n_iter_,)
         :math:`\|A^{(t+1)} - A^{(t)}\|_1` per iteration.
     n_iter_ : int
+        Iterations run (``max_iter``).
 
     Notes
     -----
-    A thin wrapper: :meth:`fit` validates and calls
+    A thin wrapper: :meth:`fit` validates and passes every parameter to
     :func:`~bayespmf.fit.purification.purification`; :meth:`transform` decodes
     with the learned features, :math:`x = \phi_\alpha(A^\dagger y)`. Without ``init``
     the warm start is SPA (:func:`~bayespmf.kernels.spa.spa`) on the data points: the
     ``n_components`` "purest" points, as the paper suggests for (A3) (Sec. 3,
     remarks).
 
+    **scikit-learn conventions.** A ``BaseEstimator`` and ``TransformerMixin``:
+    ``get_params``/``set_params``/``clone`` work, ``fit_transform`` is :meth:`fit` then
+    :meth:`transform`, and ``fit`` accepts and ignores a ``y`` of one entry per row (a
+    ``Pipeline`` passes it along). The warm start is keyword-only (``init=``): an
+    ``init`` passed where ``y`` stands is refused, not ignored.
+
     Examples
     --------
     >>> from bayespmf.datasets._simulate_nmf import make_purification_data
     >>> Y, truth = make_purification_data(2000, 12, 4, random_state=0)
-    >>> model = PurificationNMF(4, n_iter=30, eta=0.3, alpha=0.2).fit(Y, init=truth.init)
+    >>> model = PurificationNMF(4, max_iter=30, eta=0.3, alpha=0.2).fit(Y, init=truth.init)
     >>> model.components_.shape, model.transform(Y[:3]).shape
     ((12, 4), (3, 4))
     """
@@ -70,7 +86,7 @@ class PurificationNMF:
         self,
         n_components: int,
         *,
-        n_iter: int = 100,
+        max_iter: int | None = None,
         eta: float = 0.1,
         alpha: float = 0.1,
         r: float | None = None,
@@ -78,9 +94,11 @@ class PurificationNMF:
         batch_size: int | None = None,
         pinv_method: str = "min-inf",
         random_state=None,
+        progressbar: bool = False,
+        n_iter="deprecated",
     ) -> None:
         self.n_components = n_components
-        self.n_iter = n_iter
+        self.max_iter = max_iter
         self.eta = eta
         self.alpha = alpha
         self.r = r
@@ -88,69 +106,74 @@ class PurificationNMF:
         self.batch_size = batch_size
         self.pinv_method = pinv_method
         self.random_state = random_state
+        self.progressbar = progressbar
+        self.n_iter = n_iter
 
-    def __repr__(self) -> str:
-        return (
-            f"PurificationNMF(n_components={self.n_components}, n_iter={self.n_iter}, "
-            f"eta={self.eta}, alpha={self.alpha})"
-        )
-
-    def fit(self, Y, init=None) -> PurificationNMF:
+    def fit(self, Y, y=None, *, init=None) -> PurificationNMF:
         """Learn the features from data points ``Y`` (n_samples, n_features).
 
         Parameters
         ----------
         Y : array_like, shape (n_samples, n_features)
+        y : None or array_like, shape (n_samples,)
+            Ignored (scikit-learn convention: the model is unsupervised). One entry
+            per row is accepted; anything else is an error, so that a warm start
+            passed positionally is not silently ignored.
         init : array_like, shape (n_features, n_components), optional
             Warm start :math:`A^{(0)}`; SPA on the rows of ``Y`` by default.
 
         Returns
         -------
-        self
+        self : PurificationNMF
+            The fitted estimator.
 
         Raises
         ------
+        ValueError
+            A hyper-parameter outside its range, ``max_iter`` together with the
+            deprecated ``n_iter``, or a ``y`` that is not one entry per row.
         DataValidationError
             Malformed ``Y`` or ``init``, ``n_components`` above the number of
             features or rows.
-        ValueError
-            A hyper-parameter outside its range.
+
+        Warns
+        -----
+        FutureWarning
+            ``n_iter`` is set (use ``max_iter``).
         """
         owner = "PurificationNMF"
+        check_ignored_y(
+            y,
+            Y,
+            owner=f"{owner}.fit",
+            why="the model is unsupervised",
+            fix="To give a warm start, pass init=... by keyword.",
+        )
         n_comp = check_int(self.n_components, "n_components", owner=owner, low=1)
-        y = np.asarray(Y, dtype=np.float64)
-        if y.ndim != 2 or y.size == 0:
+        rows = np.asarray(Y, dtype=np.float64)
+        if rows.ndim != 2 or rows.size == 0:
             raise DataValidationError(
                 f"'Y' passed to {owner}.fit must be a non-empty 2-D array (n_samples, "
-                f"n_features). Got shape {y.shape}."
+                f"n_features). Got shape {rows.shape}."
             )
-        if n_comp > min(y.shape):
+        if n_comp > min(rows.shape):
             raise DataValidationError(
                 f"The 'n_components' of {owner} ({n_comp}) must not exceed the number of "
-                f"features or samples of 'Y' (shape {y.shape})."
+                f"features or samples of 'Y' (shape {rows.shape})."
             )
         if init is None:
-            if not np.all(np.isfinite(y)):
+            if not np.all(np.isfinite(rows)):
                 raise DataValidationError(f"'Y' passed to {owner}.fit holds NaN or inf.")
-            init = y[spa(y.T, n_comp)].T
+            init = rows[spa(rows.T, n_comp)].T
         a0 = np.asarray(init, dtype=np.float64)
-        if a0.shape != (y.shape[1], n_comp):
+        if a0.shape != (rows.shape[1], n_comp):
             raise DataValidationError(
                 f"The 'init' of {owner}.fit must have shape (n_features, n_components) = "
-                f"({y.shape[1]}, {n_comp}). Got {a0.shape}."
+                f"({rows.shape[1]}, {n_comp}). Got {a0.shape}."
             )
-        a, info = purification(
-            y,
-            a0,
-            n_iter=self.n_iter,
-            eta=self.eta,
-            alpha=self.alpha,
-            r=self.r,
-            balance=self.balance,
-            batch_size=self.batch_size,
-            pinv_method=self.pinv_method,
-            random_state=self.random_state,
-        )
+        params = self.get_params()
+        del params["n_components"]  # carried by the shape of init
+        a, info = purification(rows, a0, **params, owner=owner)
         self.components_ = a
         self.r_ = info["r"]
         self.scale_ = info["scale"]
@@ -164,7 +187,8 @@ class PurificationNMF:
         Raises
         ------
         DataValidationError
-            Before :meth:`fit`, or ``Y`` with another number of features.
+            Before :meth:`fit`, ``Y`` with another number of features, or NaN or inf
+            in ``Y``.
         """
         if not hasattr(self, "components_"):
             raise DataValidationError(
@@ -176,9 +200,10 @@ class PurificationNMF:
                 f"'Y' passed to PurificationNMF.transform must have shape (n_samples, "
                 f"{self.components_.shape[0]}). Got {y.shape}."
             )
+        if not np.all(np.isfinite(y)):
+            raise DataValidationError(
+                "'Y' passed to PurificationNMF.transform holds NaN or inf; drop or impute "
+                "those rows first."
+            )
         pinv = min_inf_pinv(self.components_, method=self.pinv_method)
         return relu_decode(y, pinv, self.alpha)
-
-    def fit_transform(self, Y, init=None) -> np.ndarray:
-        """:meth:`fit`, then :meth:`transform` of the same rows."""
-        return self.fit(Y, init=init).transform(Y)

@@ -3,7 +3,6 @@ r"""``LatentClassRegression``: latent classes whose prior depends on covariates.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,17 +10,10 @@ import scipy.stats
 from scipy.special import logsumexp, softmax
 from sklearn.base import BaseEstimator
 
-from bayespmf._npz import (
-    CorruptFileError,
-    check_suffix,
-    decode_value,
-    encode_value,
-    load_fit,
-    save_fit,
-)
-from bayespmf._validation import as_codes
-from bayespmf.data import CategoricalData, bind_rows
-from bayespmf.estimators.latent_class import NotFittedError
+from bayespmf._npz import decode_value, encode_value
+from bayespmf.data import CategoricalData
+from bayespmf.estimators._base import LabelledFit, NotFittedError
+from bayespmf.estimators._persistence import NpzPersistence, check_labels, corrupt_fit
 from bayespmf.fit.covariates import (
     DEFAULT_MAX_ITER,
     DEFAULT_TOL,
@@ -30,13 +22,9 @@ from bayespmf.fit.covariates import (
     fit_latent_class_regression,
 )
 from bayespmf.kernels.covariates import covariate_log_joint, prepare_covariate_data
-from bayespmf.pmf import stack_factors
+from bayespmf.pmf import check_params, stack_factors
 
 __all__ = ["LatentClassRegression"]
-
-#: Format tag of saved fits; a file with another version is refused.
-_FORMAT = "bayespmf.LatentClassRegression"
-_FORMAT_VERSION = 1
 
 #: Label of the intercept row of ``coef_`` (parenthesized, as R does, so that it cannot
 #: be mistaken for a covariate column named "intercept").
@@ -57,7 +45,7 @@ _SAVED_ARRAYS = (
 _SAVED_META = ("loglik", "loglik_start", "n_iter", "converged", "covariate_names")
 
 
-class LatentClassRegression(BaseEstimator):
+class LatentClassRegression(NpzPersistence, LabelledFit, BaseEstimator):
     r"""Latent-class model with covariates on class membership (latent-class regression).
 
     The class prior of every row depends on its covariates :math:`z_s` through a
@@ -177,6 +165,10 @@ class LatentClassRegression(BaseEstimator):
     (2, 2)
     """
 
+    #: Format tag of saved fits; a file with another version is refused.
+    _FORMAT = "bayespmf.LatentClassRegression"
+    _FORMAT_VERSION = 1
+
     def __init__(
         self,
         rank: int,
@@ -279,12 +271,7 @@ class LatentClassRegression(BaseEstimator):
         self.n_iter_ = int(result.n_iter)
         self.loglik_trace_ = np.array(result.loglik_trace, dtype=float)
         self.converged_ = bool(result.converged)
-        self._names = getattr(data, "names", None)
-        self._categories = getattr(data, "categories", None)
-        if self._names is not None:
-            self._names = list(self._names)
-        if self._categories is not None:
-            self._categories = [list(c) for c in self._categories]
+        self._keep_labels(data)
         design = check_covariates(
             z, len(z), fit_intercept=self.fit_intercept, owner=_OWNER, check_rank=False
         )
@@ -361,10 +348,7 @@ class LatentClassRegression(BaseEstimator):
     def _prepare(self, X, covariates):
         """Validated codes, alphabet sizes and design of new rows."""
         self._check_fitted()
-        codes = bind_rows(X, self.n_categories_, self._names, self._categories, name="X")
-        codes, n_cat = as_codes(
-            codes, self.n_categories_, name="X", allow_empty_columns=True
-        )
+        codes, n_cat = self._bound_codes(X, name="X")
         return codes, n_cat, self._new_design(X, covariates, codes.shape[0])
 
     def _log_joint(self, X, covariates) -> tuple[np.ndarray, np.ndarray]:
@@ -498,32 +482,13 @@ class LatentClassRegression(BaseEstimator):
     get_coefficients_df = coef_df
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path) -> Path:
-        """Save the fit to ``path`` (``.npz``: arrays plus JSON metadata, no pickle).
+    def _saved_state(self) -> tuple[dict, dict]:
+        """What :meth:`save` writes: metadata (plain JSON, ``exact`` the seed) and arrays.
 
-        Every parameter (a ``numpy.random.Generator`` ``random_state`` as its state)
-        and fitted attribute is kept exactly, with a SHA-256 checksum of the content.
-        The file is written beside ``path`` and renamed over it when complete: a failed
-        save leaves an existing file as it was.
-
-        Raises
-        ------
-        ValueError
-            ``path`` does not end in ``.npz``, or the estimator is not fitted.
-
-        Examples
-        --------
-        >>> import os, tempfile
-        >>> rng = np.random.default_rng(1)
-        >>> z = rng.normal(size=300)
-        >>> h = (rng.random(300) < 1 / (1 + np.exp(-z))).astype(int)
-        >>> x = (rng.random((300, 4)) < np.where(h, 0.85, 0.15)[:, None]).astype(int)
-        >>> m = LatentClassRegression(2, n_init=5, random_state=0).fit(x, covariates=z)
-        >>> p = m.save(os.path.join(tempfile.mkdtemp(), "fit.npz"))
-        >>> np.array_equal(LatentClassRegression.load(p).coef_, m.coef_)
-        True
+        Every parameter (a ``numpy.random.Generator`` ``random_state`` as its state,
+        under ``exact``; ``None`` in the plain ``params`` for older readers) and every
+        fitted attribute.
         """
-        path = check_suffix(path, owner=f"{_OWNER}.save")
         self._check_fitted()
         params = self.get_params()
         rs = params["random_state"]
@@ -537,41 +502,22 @@ class LatentClassRegression(BaseEstimator):
             "names": self._names,
             "categories": self._categories,
         }
-        arrays = {f"factor_{n}": a for n, a in enumerate(self.factors_)}
-        return save_fit(
-            path,
-            meta,
-            fmt=_FORMAT,
-            version=_FORMAT_VERSION,
-            owner=f"{_OWNER}.save",
-            **{key: getattr(self, f"{key}_") for key in _SAVED_ARRAYS},
-            **arrays,
-        )
+        arrays = {key: getattr(self, f"{key}_") for key in _SAVED_ARRAYS}
+        arrays |= {f"factor_{n}": a for n, a in enumerate(self.factors_)}
+        return meta, arrays
 
     @classmethod
-    def load(cls, path) -> LatentClassRegression:
-        """Load a fit written by :meth:`save` (never executes code: no pickle).
-
-        The content is checked against the checksum recorded at save time (files
-        without one, from bayespmf <= 0.2, are not) and validated: factors finite and
-        column-stochastic, one rank for the factors, weights and coefficients, category
-        labels matching the factors.
-
-        Raises
-        ------
-        bayespmf.io.CorruptFileError
-            A checksum mismatch, or invalid or inconsistent content.
-        """
-        f, meta = load_fit(path, fmt=_FORMAT, version=_FORMAT_VERSION, owner=_OWNER)
+    def _from_saved(cls, arrays: dict, meta: dict, path) -> LatentClassRegression:
+        """Rebuild and validate a fit from what :meth:`_saved_state` wrote."""
         params = dict(meta["params"])
         if "exact" in meta:
             params |= decode_value(meta["exact"], path=path)
         model = cls(**params)
-        n_factors = sum(1 for k in f if k.startswith("factor_"))
-        model.factors_ = [f[f"factor_{n}"] for n in range(n_factors)]
-        _check_saved(path, f, model.factors_, meta)
+        n_factors = sum(1 for k in arrays if k.startswith("factor_"))
+        model.factors_ = [arrays[f"factor_{n}"] for n in range(n_factors)]
+        _check_saved(path, arrays, model.factors_, meta)
         for key in _SAVED_ARRAYS:
-            setattr(model, f"{key}_", f[key])
+            setattr(model, f"{key}_", arrays[key])
         for key in _SAVED_META:
             setattr(model, f"{key}_", meta[key])
         model._columns = meta["columns"]
@@ -581,13 +527,9 @@ class LatentClassRegression(BaseEstimator):
 
 def _check_saved(path, arrays: dict, factors: list, meta: dict) -> None:
     """Validate a loaded LatentClassRegression fit (a CorruptFileError naming ``path``)."""
-    from bayespmf.pmf import check_params
 
-    def corrupt(what: str) -> CorruptFileError:
-        return CorruptFileError(
-            f"{path} does not hold a valid {_OWNER} fit: {what}. The file is damaged or "
-            "was not written by bayespmf; save the fit again (or refit)."
-        )
+    def corrupt(what: str):
+        return corrupt_fit(path, _OWNER, what)
 
     try:
         weights, coef = arrays["weights"], arrays["coef"]
@@ -608,11 +550,9 @@ def _check_saved(path, arrays: dict, factors: list, meta: dict) -> None:
         raise corrupt("'coef_stderr' or 'coef_covariance' do not match 'coef'")
     if list(n_cat) != [a.shape[0] for a in factors]:
         raise corrupt("'n_categories' does not match the factors")
-    names, cats = meta.get("covariate_names"), meta.get("categories")
+    names = meta.get("covariate_names")
     if not isinstance(names, list) or len(names) != coef.shape[0]:
         raise corrupt("the covariate names do not match 'coef'")
-    if cats is not None and (
-        len(cats) != len(factors)
-        or any(len(c) != a.shape[0] for c, a in zip(cats, factors, strict=False))
-    ):
-        raise corrupt("the category labels do not match the factors' shapes")
+    check_labels(
+        meta.get("names"), meta.get("categories"), [a.shape[0] for a in factors], corrupt
+    )

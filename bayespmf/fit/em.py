@@ -314,12 +314,8 @@ def ad_em(
 
     Parameters
     ----------
-    data : CategoricalData or array_like of int, shape (S, N)
-        ``-1`` marks missing entries (marginalized out).
-    rank : int
-        Number of latent classes F (>= 1).
-    n_categories : sequence of int, optional
-        Inferred from ``data`` when omitted.
+    data, rank, n_categories
+        As in :func:`fit_em`.
     ad_iter : int, default 20
         AD iterations (sweeps over all directions) from the random start.
     inner_iter : int, default 10

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import warnings
+from pathlib import Path
+
 import numpy as np
 
 from bayespmf._validation import (
@@ -20,7 +24,13 @@ from bayespmf.kernels.purification import (
     purification_step,
 )
 
-__all__ = ["purification"]
+__all__ = ["DEFAULT_MAX_ITER", "purification"]
+
+#: Iterations T of Alg. 1 when ``max_iter`` is None.
+DEFAULT_MAX_ITER = 100
+
+#: Frames in this package are skipped when a warning names the caller's line.
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 
 
 def _all_iterations(trace, info, tol) -> bool:
@@ -28,11 +38,30 @@ def _all_iterations(trace, info, tol) -> bool:
     return False
 
 
+def _resolve_max_iter(max_iter, n_iter, owner: str) -> int:
+    """``max_iter``, or the deprecated ``n_iter`` (with a FutureWarning naming the fix)."""
+    if isinstance(n_iter, str) and n_iter == "deprecated":
+        value = DEFAULT_MAX_ITER if max_iter is None else max_iter
+        return check_int(value, "max_iter", owner=owner, low=1)
+    if max_iter is not None:
+        raise ValueError(
+            f"{owner} got both 'max_iter' ({max_iter!r}) and 'n_iter' ({n_iter!r}); "
+            "'n_iter' is the deprecated name of 'max_iter'. Pass max_iter only."
+        )
+    warnings.warn(
+        f"The 'n_iter' parameter of {owner} is deprecated: it was renamed 'max_iter' "
+        f"and will be removed in the next release. Pass max_iter={n_iter!r} instead.",
+        FutureWarning,
+        skip_file_prefixes=(_PACKAGE_DIR,),
+    )
+    return check_int(n_iter, "n_iter", owner=owner, low=1)
+
+
 def purification(
     y,
     init,
     *,
-    n_iter: int = 100,
+    max_iter: int | None = None,
     eta: float = 0.1,
     alpha: float = 0.1,
     r: float | None = None,
@@ -41,6 +70,8 @@ def purification(
     pinv_method: str = "min-inf",
     random_state=None,
     progressbar: bool = False,
+    n_iter="deprecated",
+    owner: str = "purification",
 ) -> tuple[np.ndarray, dict]:
     r"""Feature matrix of :math:`Y \approx A X` by the purification algorithm (Alg. 1).
 
@@ -51,8 +82,9 @@ def purification(
     init : array_like, shape (m, n)
         Warm start :math:`A^{(0)}` (Assumption (A3): each column mostly its own
         ground-truth feature), e.g. SPA on the data points. Not modified.
-    n_iter : int, default 100
-        Iterations T.
+    max_iter : int, optional
+        Iterations T (Alg. 1 has no stopping rule: it runs all of them);
+        ``DEFAULT_MAX_ITER`` (100) when None.
     eta : float, default 0.1
         Step size :math:`\eta \in (0, 1]`.
     alpha : float, default 0.1
@@ -73,6 +105,11 @@ def purification(
     random_state : None, int or numpy.random.Generator
         Seeds the batches.
     progressbar : bool, default False
+    n_iter : int, optional
+        Deprecated name of ``max_iter``, accepted with a ``FutureWarning`` for one
+        release; giving both is an error.
+    owner : str, default "purification"
+        Who is calling, for the messages (``PurificationNMF`` passes its name).
 
     Returns
     -------
@@ -88,7 +125,12 @@ def purification(
     DataValidationError
         Malformed ``y`` or ``init``, mismatched shapes, dependent columns.
     ValueError
-        A parameter outside its range.
+        A parameter outside its range, or both ``max_iter`` and ``n_iter``.
+
+    Warns
+    -----
+    FutureWarning
+        ``n_iter`` given (use ``max_iter``).
 
     Notes
     -----
@@ -112,14 +154,14 @@ def purification(
     --------
     >>> from bayespmf.datasets._simulate_nmf import make_purification_data
     >>> Y, truth = make_purification_data(20000, 20, 10, random_state=0)
-    >>> a, info = purification(Y, truth.init, n_iter=40, eta=0.3, alpha=0.2,
+    >>> a, info = purification(Y, truth.init, max_iter=40, eta=0.3, alpha=0.2,
     ...                        pinv_method="moore-penrose")
     >>> def err(a):  # max column l1 error after l1 normalization (Theorem 1 remark)
     ...     return np.abs(a / a.sum(axis=0) - truth.components).sum(axis=0).max()
     >>> round(float(err(truth.init)), 3), round(float(err(a)), 3)
     (0.063, 0.023)
     """
-    owner = "purification"
+    max_iter = _resolve_max_iter(max_iter, n_iter, owner)
     y = check_matrix(y, "y", owner)
     a = check_matrix(init, "init", owner).copy()
     if a.shape[0] != y.shape[1]:
@@ -127,7 +169,6 @@ def purification(
             f"The 'init' of {owner} must have one row per feature of 'y' "
             f"({y.shape[1]}). Got shape {a.shape}."
         )
-    n_iter = check_int(n_iter, "n_iter", owner=owner, low=1)
     eta = check_float(eta, "eta", owner=owner, low=0.0, high=1.0, low_open=True)
     alpha = check_float(alpha, "alpha", owner=owner, low=0.0)
     if r is not None:
@@ -151,7 +192,7 @@ def purification(
             )
         r = 1.0 / spread
     problem = PurificationProblem(y, eta, alpha, r, batch_size, pinv_method)
-    loop = {"max_iter": n_iter, "progressbar": progressbar, "owner": owner, "warn": False}
+    loop = {"max_iter": max_iter, "progressbar": progressbar, "owner": owner, "warn": False}
     state, it = iterate(
         lambda s: purification_step(s, problem),
         PurificationState(a, rng),

@@ -22,7 +22,24 @@ from bayespmf._validation import DataValidationError
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
 from bayespmf.models._start import INIT_JITTER
 
-__all__ = ["Family", "sample_family"]
+__all__ = ["SAMPLE_DEFAULTS", "Family", "sample_alias", "sample_family"]
+
+#: The defaults of :func:`bayespmf.models.sample`'s options (the old per-family
+#: aliases fill in what they are not given from here; a test checks that ``sample``'s
+#: signature says the same).
+SAMPLE_DEFAULTS = {
+    "method": "nuts",
+    "nuts_sampler": "pymc",
+    "draws": 1000,
+    "tune": 1000,
+    "chains": 4,
+    "random_seed": None,
+    "progressbar": True,
+    "align": True,
+    "log_likelihood": True,
+    "advi_iterations": 20000,
+    "simplex_transform": None,
+}
 
 
 class Family(NamedTuple):
@@ -104,7 +121,7 @@ def sample_family(
     """
     if method not in family.methods:
         note = (
-            " (method='gibbs' samples latent-class models only)"
+            " (method='gibbs' samples latent-class models only, with or without covariates)"
             if method == "gibbs"
             else ""
         )
@@ -176,6 +193,15 @@ def sample_family(
         if family.loglik_rows is not None:
             idata = family.loglik_rows(idata)
     return idata
+
+
+def sample_alias(family: Family, model, owner: str, **options):
+    """:func:`sample_family` with :data:`SAMPLE_DEFAULTS` for the options not given.
+
+    What the old per-family names (``sample_regression``, ``sample_simplex_nest``)
+    run: ``bayespmf.models.sample`` with their own ``init`` default.
+    """
+    return sample_family(family, model, owner=owner, **{**SAMPLE_DEFAULTS, **options})
 
 
 def _init_mode(family: Family, init, owner: str):

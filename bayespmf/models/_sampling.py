@@ -360,7 +360,9 @@ def run_sampler(
 
     ``method="gibbs"`` runs ``pm.sample`` with
     :class:`bayespmf.models.gibbs.LatentClassGibbs` as the only step (latent-class
-    models only), the chains in parallel as for NUTS.
+    models), or with Gibbs for the factors and NUTS for the coefficients as a compound
+    (latent-class regressions; :func:`bayespmf.models.gibbs_regression.gibbs_steps`),
+    the chains in parallel as for NUTS.
 
     ``initvals`` is ``None`` or one dict of constrained values per chain (ADVI starts
     from the first); every NUTS backend starts chain ``c`` exactly at ``initvals[c]``
@@ -412,14 +414,14 @@ def run_sampler(
                 random_seed=random_seed,
                 progressbar=progressbar,
             )
-            if method == "gibbs":  # the conjugate step of bayespmf.models.gibbs
-                from bayespmf.models.gibbs import LatentClassGibbs
+            if method == "gibbs":  # conjugate steps: bayespmf.models.gibbs(_regression)
+                from bayespmf.models.gibbs_regression import gibbs_steps
 
                 # threads over rows in each chain; the chains' processes share the CPUs
                 threads = max(1, n_cpus() // sample_kwargs["cores"])
                 n_sweeps = sample_kwargs.pop("n_sweeps", None)
-                sample_kwargs["step"] = LatentClassGibbs(
-                    model=model, threads=threads, n_sweeps=n_sweeps
+                sample_kwargs["step"] = gibbs_steps(
+                    model, threads=threads, n_sweeps=n_sweeps
                 )
             elif nuts_sampler == "pymc":
                 # PyMC 6 picks nutpie by default when it is installed: name PyMC's own

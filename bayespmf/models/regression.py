@@ -36,7 +36,7 @@ from bayespmf.data import CategoricalData
 from bayespmf.estimators.regression import INTERCEPT, LatentClassRegression
 from bayespmf.fit.covariates import check_covariates, covariate_values
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
-from bayespmf.models._families import Family, sample_family
+from bayespmf.models._families import Family, sample_alias
 from bayespmf.models._names import DATA_NAME, OBSERVED_NAME, category_dim, factor_var_name
 from bayespmf.models._rows import class_summed_loglik, static_categories
 from bayespmf.models._rows_dist import (
@@ -473,31 +473,14 @@ def _item_names(post) -> list[str]:
 # --------------------------------------------------------------------- sampling
 
 
-def sample_regression(
-    model,
-    *,
-    init=None,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    random_seed=None,
-    progressbar: bool = True,
-    align: bool = True,
-    log_likelihood: bool = True,
-    nuts_sampler: str = "pymc",
-    **sample_kwargs,
-):
-    """Draw from the posterior of a latent-class regression by NUTS, started at the MLE.
+def sample_regression(model, *, init=None, **kwargs):
+    """:func:`bayespmf.models.sample` on a latent-class regression, started at the MLE.
 
-    An alias of :func:`bayespmf.models.sample` (kept for one release): the same
-    sampler, starts, alignment and groups, with ``init=None`` (fit the estimate) as
-    the default.
-
-    Every chain starts at the point estimate (:func:`regression_initvals`, jittered
-    per chain); the draws are then relabeled against it
-    (:func:`align_regression_labels`; see there for exactly what is aligned). The
-    sampler runs on the model with its data frozen (``freeze_dims_and_data``), as
-    :func:`bayespmf.models.sample` does; the model passed in is unchanged.
+    An alias kept for one release: every option is :func:`~bayespmf.models.sample`'s
+    (NUTS, or ``method="gibbs"``: Gibbs for the factors, NUTS for the
+    coefficients), with ``init=None`` (fit the estimate) as the default. Every chain
+    starts at the point estimate (:func:`regression_initvals`, jittered per chain)
+    and the draws are relabeled against it (:func:`align_regression_labels`).
 
     Parameters
     ----------
@@ -508,44 +491,25 @@ def sample_regression(
         included). None fits ``LatentClassRegression(rank, fit_intercept=False,
         random_state=random_seed)`` on the model's rows and design (the design holds
         the intercept column already, so this is the same MLE).
-    draws, tune, chains : int
-    random_seed : int, optional
-        Seeds the point estimate, the jitter of the starts and the sampler: one seed
-        makes the whole run reproducible.
-    progressbar : bool, default True
-    align : bool, default True
-    log_likelihood : bool, default True
-        Add the per-row log-likelihood of ``x`` (``pm.compute_log_likelihood``); it is
-        label-invariant, so the same before and after alignment.
-    nuts_sampler : {"pymc", "nutpie", "numpyro", "blackjax"}, default "pymc"
-        As in :func:`bayespmf.models.sample`.
-    **sample_kwargs
-        Passed to ``pm.sample`` (e.g. ``target_accept``, ``cores``).
+    **kwargs
+        The options of :func:`bayespmf.models.sample` (``draws``, ``tune``,
+        ``chains``, ``random_seed``, ``nuts_sampler``, ``log_likelihood``, ...).
 
     Returns
     -------
     xarray.DataTree
-        ``posterior`` (aligned) with ``coef``, ``coef_full`` and the factors;
-        ``posterior.attrs`` record ``sampling_time`` (seconds, compilation included)
-        and the point estimate's ``coef`` (``point_coef``, JSON) it was aligned to.
+        As :func:`bayespmf.models.sample`; ``posterior.attrs`` also record the point
+        estimate's ``coef`` (``point_coef``, JSON) the draws were aligned to.
 
-    Raises
-    ------
-    ValueError
-        Bad sampler arguments, a model not from :func:`latent_class_regression_model`
-        or an ``init`` whose shapes do not fit the model.
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> data = CategoricalData.from_codes(rng.integers(0, 2, (40, 3)))
+    >>> model = latent_class_regression_model(data, rng.normal(size=(40, 1)), rank=2)
+    >>> idata = sample_regression(model, draws=5, tune=5, chains=1, random_seed=0,
+    ...                           progressbar=False)  # doctest: +SKIP
     """
-    options = {k: v for k, v in locals().items() if k not in ("model", "sample_kwargs")}
-    return sample_family(
-        REGRESSION,
-        model,
-        owner="sample_regression",
-        method="nuts",
-        advi_iterations=0,
-        simplex_transform=None,
-        **options,
-        **sample_kwargs,
-    )
+    return sample_alias(REGRESSION, model, "sample_regression", init=init, **kwargs)
 
 
 def _estimate(model, random_seed):
@@ -580,8 +544,8 @@ def _finish(idata, model, point, starts, align, random_seed):
 REGRESSION = Family(
     name="regression",
     detect=lambda model: COEF_FULL_NAME in model.named_vars,
-    methods=("nuts",),
-    method_error="The latent-class regression is sampled by NUTS only",
+    methods=("nuts", "gibbs"),
+    method_error="The latent-class regression is sampled by NUTS or Gibbs only",
     estimate=_estimate,
     point=_point,
     initvals=lambda model, point, chains, jitter, rng: regression_initvals(

@@ -10,7 +10,9 @@ Each is a thin class over :func:`bayespmf.fit.fit_simplex_nest`: ``__init__`` on
 stores its arguments, ``fit`` passes them to the function (which validates them and
 raises the warnings) and sets the attributes that end in ``_``;
 ``fit``/``fit_transform``/``score`` take and ignore ``y``, and ``transform`` or
-``score`` before ``fit`` raise ``NotFittedError``. They pass
+``score`` before ``fit`` raise ``NotFittedError``. ``X`` may be a SciPy sparse
+matrix (a document-term matrix for ``kernel="multinomial"``), which is never
+densified (scikit-learn tag ``input_tags.sparse``). They pass
 ``sklearn.utils.estimator_checks`` (``tests/test_estimator_checks.py``) except
 ``check_dtype_object``, because non-numeric entries raise ``DataValidationError`` (a
 ValueError, the package's error for malformed data), not the TypeError of
@@ -35,6 +37,7 @@ import time
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import sparse
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from bayespmf._validation import DataValidationError
@@ -69,6 +72,11 @@ class _SimplexEstimator(TransformerMixin, BaseEstimator):
     unsupervised; accepting ``y`` lets them sit in a ``Pipeline`` before a supervised
     step, which passes ``y`` to every step).
     """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # SciPy sparse X is fitted without densifying
+        return tags
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "vertices_"):
@@ -146,7 +154,13 @@ class _SimplexEstimator(TransformerMixin, BaseEstimator):
         """
         Y = self._check_X(X)
         theta = barycentric_weights(Y, self.vertices_)[0]
-        return -float(np.mean(np.sum((Y - theta @ self.vertices_) ** 2, axis=1)))
+        fitted = theta @ self.vertices_
+        if sparse.issparse(Y):  # ||y||^2 - 2 y.f + ||f||^2, nothing densified
+            sq = np.asarray(Y.multiply(Y).sum(axis=1)).ravel()
+            cross = np.einsum("ij,ij->i", np.asarray(Y @ self.vertices_.T), theta)
+            dist = np.maximum(sq - 2 * cross + np.einsum("ij,ij->i", fitted, fitted), 0)
+            return -float(np.mean(dist))
+        return -float(np.mean(np.sum((Y - fitted) ** 2, axis=1)))
 
     def fit(self, X, y=None):
         """Estimate the vertices from data ``X``.
@@ -155,8 +169,8 @@ class _SimplexEstimator(TransformerMixin, BaseEstimator):
         ----------
         X : array_like (n, D)
             Real vectors (``kernel="gaussian"``) or counts (``"poisson"``,
-            ``"multinomial"``); dense (a sparse matrix is refused: pass
-            ``X.toarray()``).
+            ``"multinomial"``); dense or a SciPy sparse matrix (a document-term
+            matrix stays sparse: see :func:`~bayespmf.fit.simplex.fit_simplex_nest`).
         y : None
             Ignored: the model is unsupervised. Accepted so that the estimator fits in
             a ``Pipeline`` (which passes ``y`` to every step) and in

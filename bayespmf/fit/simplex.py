@@ -28,8 +28,9 @@ from bayespmf._validation import (
 )
 from bayespmf.kernels.extension_table import extension_gamma_fn, extension_parameter
 from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, DEFAULT_N_INIT, kmeans
+from bayespmf.kernels.kmeans_sparse import kmeans_sparse
 from bayespmf.kernels.simplex import project_simplex
-from bayespmf.kernels.spa import spa
+from bayespmf.kernels.spa import spa, spa_centered_rows
 from bayespmf.kernels.vlad_asymmetric import (
     dirichlet_cvt,
     estimate_alpha_vector,
@@ -141,20 +142,21 @@ def check_kernel(kernel, owner: str) -> str:
     return check_choice(kernel, "kernel", KERNELS, owner=owner)
 
 
-def check_rows(X, owner: str) -> np.ndarray:
+def check_rows(X, owner: str):
     """``X`` as a new finite 2-D float64 array with at least one row and one column.
+
+    A SciPy sparse matrix (a document-term matrix) is returned as a new sparse CSR
+    float64 matrix (duplicate entries summed), never densified.
 
     Examples
     --------
     >>> check_rows([[1, 2], [3, 4]], "VLAD").dtype
     dtype('float64')
+    >>> check_rows(sparse.coo_matrix([[1, 0], [0, 2]]), "VLAD").format
+    'csr'
     """
     if sparse.issparse(X):
-        raise DataValidationError(
-            f"'X' of {owner} is a sparse {type(X).__name__}; sparse input is not "
-            "supported (the estimators centre the data, which makes it dense). Pass "
-            "X.toarray()."
-        )
+        return _check_sparse_rows(X, owner)
     try:
         arr = np.asarray(X)
         if np.iscomplexobj(arr):
@@ -190,32 +192,76 @@ def check_rows(X, owner: str) -> np.ndarray:
     return arr
 
 
-def check_counts(arr: np.ndarray, kernel: str, owner: str) -> None:
+def _check_sparse_rows(X, owner: str):
+    if X.dtype.kind == "c":
+        raise DataValidationError(
+            f"'X' of {owner} is complex: Complex data not supported. Pass the real "
+            "part (X.real) or the modulus (abs(X))."
+        )
+    if X.ndim != 2:
+        raise DataValidationError(
+            f"'X' of {owner} must be a 2-D sparse matrix (n_samples, n_features); got "
+            f"shape {X.shape}."
+        )
+    try:
+        arr = sparse.csr_matrix(X, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as err:
+        raise DataValidationError(
+            f"'X' of {owner} must be a numeric sparse matrix (n_samples, n_features); "
+            f"could not convert it: {err}"
+        ) from err
+    arr.sum_duplicates()
+    for axis, what in enumerate(("sample", "feature")):
+        if arr.shape[axis] == 0:
+            raise DataValidationError(
+                f"'X' of {owner} is empty: found array with 0 {what}(s) (shape="
+                f"{arr.shape}) while a minimum of 1 is required."
+            )
+    if not np.all(np.isfinite(arr.data)):
+        raise DataValidationError(
+            f"'X' of {owner} contains NaN or infinite values "
+            f"({int(np.sum(~np.isfinite(arr.data)))} entries). Drop or impute them first."
+        )
+    return arr
+
+
+def _first_entry(arr, mask):
+    """Row, column and value of the first entry of ``arr`` where ``mask`` holds."""
+    if sparse.issparse(arr):
+        rows = np.repeat(np.arange(arr.shape[0]), np.diff(arr.indptr))
+        k = int(np.flatnonzero(mask)[0])
+        return int(rows[k]), int(arr.indices[k]), arr.data[k]
+    r, c = np.argwhere(mask)[0]
+    return int(r), int(c), arr[r, c]
+
+
+def check_counts(arr, kernel: str, owner: str) -> None:
     """Refuse values the kernel cannot have produced (negative or fractional counts).
 
     Examples
     --------
     >>> check_counts(np.array([[1.0, 2.0]]), "multinomial", "VLAD")  # passes silently
     """
-    if kernel in ("poisson", "multinomial") and np.any(arr < 0):
-        r, c = np.argwhere(arr < 0)[0]
+    values = arr.data if sparse.issparse(arr) else arr
+    if kernel in ("poisson", "multinomial") and np.any(values < 0):
+        r, c, v = _first_entry(arr, values < 0)
         raise DataValidationError(
-            f"'X' of {owner} has a negative count ({arr[r, c]:g} at row {r}, column "
+            f"'X' of {owner} has a negative count ({v:g} at row {r}, column "
             f"{c}); kernel={kernel!r} needs non-negative counts. Use kernel='gaussian' "
             "for real-valued data."
         )
     if kernel == "multinomial":
-        frac = arr != np.rint(arr)
+        frac = values != np.rint(values)
         if np.any(frac):
-            r, c = np.argwhere(frac)[0]
+            r, c, v = _first_entry(arr, frac)
             raise DataValidationError(
                 f"'X' of {owner} must hold integer word counts for kernel='multinomial' "
                 f"(the document lengths, its row sums, set the noise of Lemma 3(c)); "
-                f"got {arr[r, c]:g} at row {r}, column {c} ({int(frac.sum())} "
+                f"got {v:g} at row {r}, column {c} ({int(frac.sum())} "
                 "non-integer entries). Pass the raw counts, not frequencies or weights; "
                 "use kernel='gaussian' for real-valued data."
             )
-        empty = np.flatnonzero(arr.sum(axis=1) == 0)
+        empty = np.flatnonzero(np.asarray(arr.sum(axis=1)).ravel() == 0)
         if empty.size:
             raise DataValidationError(
                 f"{empty.size} row(s) of 'X' of {owner} have no words (first: "
@@ -229,7 +275,7 @@ def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray,
 
     Parameters
     ----------
-    X : array_like (n, D)
+    X : array_like or scipy.sparse matrix (n, D)
     n_vertices : int
     kernel : {"gaussian", "poisson", "multinomial"}
     owner : str
@@ -237,8 +283,8 @@ def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray,
 
     Returns
     -------
-    X : ndarray of float64 (n, D)
-        A new array (the input is never modified).
+    X : ndarray of float64 (n, D), or scipy.sparse.csr_matrix
+        A new array (the input is never modified); sparse input stays sparse.
     n_vertices : int
 
     Raises
@@ -350,7 +396,8 @@ def fit_simplex_nest(
     ----------
     X : array_like (n, D)
         Real vectors (``kernel="gaussian"``) or counts (``"poisson"``,
-        ``"multinomial"``); dense (a sparse matrix is refused: pass ``X.toarray()``).
+        ``"multinomial"``), dense or a SciPy sparse matrix (e.g. a CSR document-term
+        matrix: never densified; the results equal the dense path's up to rounding).
     n_vertices : int
         ``K``, the number of vertices.
     method : {"vlad", "gdm", "spa"}, default "vlad"
@@ -583,12 +630,24 @@ def _fit_gdm(arr, K, kernel, alpha, n_init, max_iter, random_state):
                 "VLAD(alpha=[...]) for a vector alpha."
             )
     Y, _ = preprocess(arr, kernel)
-    center = Y.mean(axis=0)
-    centroids, labels, _ = kmeans(Y, K, n_init=n_init, max_iter=max_iter, random_state=rng)
+    if sparse.issparse(Y):
+        center = np.asarray(Y.mean(axis=0)).ravel()
+        centroids, labels, _ = kmeans_sparse(
+            Y, K, n_init=n_init, max_iter=max_iter, random_state=rng
+        )
+    else:
+        center = Y.mean(axis=0)
+        centroids, labels, _ = kmeans(
+            Y, K, n_init=n_init, max_iter=max_iter, random_state=rng
+        )
     if alpha is not None:
         ext = np.full(K, float(extension_parameter(alpha, K, random_state=rng)))
     else:
-        dist = np.linalg.norm(Y - center, axis=1)
+        if sparse.issparse(Y):
+            sq = np.asarray(Y.multiply(Y).sum(axis=1)).ravel()
+            dist = np.sqrt(np.maximum(sq - 2 * (Y @ center) + center @ center, 0.0))
+        else:
+            dist = np.linalg.norm(Y - center, axis=1)
         far = np.zeros(K)
         np.maximum.at(far, labels, dist)
         norm_c = np.linalg.norm(centroids - center, axis=1)
@@ -600,6 +659,9 @@ def _fit_gdm(arr, K, kernel, alpha, n_init, max_iter, random_state):
 
 def _fit_spa(arr, K, kernel):
     Y, _ = preprocess(arr, kernel)
+    if sparse.issparse(Y):
+        idx = spa_centered_rows(Y, K)
+        return Y[idx].toarray(), {"indices": idx}
     Yc = Y - Y.mean(axis=0)
     t = float(np.sqrt(np.max(np.einsum("ij,ij->i", Yc, Yc)))) or 1.0
     aug = np.vstack([Yc.T, np.full((1, Y.shape[0]), t)])

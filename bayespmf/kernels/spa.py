@@ -13,10 +13,11 @@ import functools
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from scipy import sparse
 
 from bayespmf._validation import DataValidationError, check_int
 
-__all__ = ["normalize_columns_l1", "spa", "spa_numpy"]
+__all__ = ["normalize_columns_l1", "spa", "spa_centered_rows", "spa_numpy"]
 
 
 def normalize_columns_l1(X) -> np.ndarray:
@@ -91,23 +92,89 @@ def spa_numpy(X, rank: int, *, normalize: bool = True) -> np.ndarray:
     X, rank = _check_spa_args(X, rank)
     M = normalize_columns_l1(X) if normalize else X
     norm0 = np.einsum("ij,ij->j", M, M)
+    return _spa_select(norm0, lambda j: M[:, j].copy(), lambda u: u @ M, M.shape[0], rank)
+
+
+def _spa_select(norm0, column, project, n_rows: int, rank: int) -> np.ndarray:
+    """SPA's steps on a matrix seen through its column norms, columns and ``u @ M``."""
     resid = norm0.copy()
-    U = np.zeros((M.shape[0], rank))
+    U = np.zeros((n_rows, rank))
     picked = np.empty(rank, dtype=np.int64)
     for step in range(rank):
         top = resid.max()
         tied = (top - resid) <= TIE_RTOL * abs(top)
         j = int(np.argmax(np.where(tied, norm0, -np.inf)))
         picked[step] = j
-        u = M[:, j].copy()
+        u = column(j)
         for _ in range(2):  # Gram-Schmidt twice: orthogonal to working precision
             u -= U @ (U.T @ u)
         nu = np.linalg.norm(u)
         u = u / nu if nu > 0 else u
         U[:, step] = u
-        resid -= (u @ M) ** 2
+        resid -= project(u) ** 2
         resid[j] = -np.inf
     return picked
+
+
+def spa_centered_rows(Y, rank: int) -> np.ndarray:
+    r"""SPA on the centred rows of ``Y``, each augmented by one constant coordinate.
+
+    The vertex search of :class:`~bayespmf.estimators.SimplexSPA`: the columns of
+    :math:`M = [\bar Y^T; t 1^T]`, with :math:`\bar Y` the centred data and ``t``
+    the largest row norm of :math:`\bar Y`, go to :func:`spa_numpy` with
+    ``normalize=False`` (the constant row makes the rows' affine hull a linear one).
+    ``M`` is never formed: its column norms are :math:`\|y_i\|^2 - 2 y_i \cdot c
+    + \|c\|^2 + t^2`, its columns are dense rows of ``Y`` and :math:`u^T M` is
+    :math:`Y u_{1:D} - c \cdot u_{1:D} + t u_{D+1}`, so a SciPy sparse ``Y`` (a
+    document-term matrix) stays sparse.
+
+    Parameters
+    ----------
+    Y : ndarray or scipy.sparse matrix (n, D)
+    rank : int
+        Number of rows to pick, in ``[1, n]``.
+
+    Returns
+    -------
+    ndarray of int64, shape (rank,)
+        The picked rows, in order.
+
+    Examples
+    --------
+    >>> Y = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [0.3, 0.3]])
+    >>> spa_centered_rows(Y, 3).tolist()
+    [2, 1, 0]
+    >>> spa_centered_rows(sparse.csr_matrix(Y), 3).tolist()
+    [2, 1, 0]
+    """
+    n, D = Y.shape
+    rank = check_int(rank, "rank", owner="spa_centered_rows", low=1, high=n)
+    if sparse.issparse(Y):
+        Y = sparse.csr_matrix(Y, dtype=np.float64)
+        c = np.asarray(Y.mean(axis=0)).ravel()
+        sq = np.asarray(Y.multiply(Y).sum(axis=1)).ravel() - 2 * (Y @ c) + c @ c
+        sq = np.maximum(sq, 0.0)
+
+        def row(j):
+            return Y[[j]].toarray().ravel() - c
+    else:
+        Y = np.asarray(Y, dtype=np.float64)
+        c = Y.mean(axis=0)
+        Yc = Y - c
+        sq = np.einsum("ij,ij->i", Yc, Yc)
+
+        def row(j):
+            return Yc[j].copy()
+
+    t = float(np.sqrt(np.max(sq))) or 1.0
+
+    def column(j):
+        return np.append(row(j), t)
+
+    def project(u):
+        return Y @ u[:D] - c @ u[:D] + t * u[D]
+
+    return _spa_select(sq + t * t, column, project, D + 1, rank)
 
 
 def _spa_step(M, norm0, resid, U, step):

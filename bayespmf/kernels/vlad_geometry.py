@@ -16,7 +16,8 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import scipy.linalg as sla
-from scipy.sparse.linalg import svds
+from scipy import sparse
+from scipy.sparse.linalg import LinearOperator, svds
 
 from bayespmf._validation import check_random_state
 from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, DEFAULT_N_INIT, kmeans
@@ -53,14 +54,24 @@ def preprocess(X, kernel: str) -> tuple[np.ndarray, np.ndarray | None]:
     Returns ``(Y, lengths)``: for ``"multinomial"`` the rows of ``Y`` are the counts
     divided by the document lengths ``lengths`` (so that ``E[y_i] = mu_i`` lies on the
     vocabulary simplex, Lemma 3(c)); otherwise ``Y`` is ``X`` as float64 and
-    ``lengths`` is None.
+    ``lengths`` is None. A SciPy sparse ``X`` gives a sparse CSR ``Y`` (the rows
+    scaled by a sparse diagonal; nothing is densified).
 
     Examples
     --------
     >>> preprocess(np.array([[1, 3], [2, 2]]), "multinomial")[0]
     array([[0.25, 0.75],
            [0.5 , 0.5 ]])
+    >>> preprocess(sparse.csr_matrix([[1, 3], [2, 2]]), "multinomial")[0].toarray()
+    array([[0.25, 0.75],
+           [0.5 , 0.5 ]])
     """
+    if sparse.issparse(X):
+        Y = sparse.csr_matrix(X, dtype=np.float64, copy=True)
+        if kernel != "multinomial":
+            return Y, None
+        lengths = np.asarray(Y.sum(axis=1)).ravel()
+        return sparse.csr_matrix(sparse.diags(1.0 / lengths) @ Y), lengths
     Y = np.array(X, dtype=np.float64, copy=True)
     if kernel != "multinomial":
         return Y, None
@@ -123,7 +134,11 @@ def top_subspace(Y, rank: int, *, random_state=None) -> Subspace:
 
     Parameters
     ----------
-    Y : ndarray (n, D)
+    Y : ndarray or scipy.sparse matrix (n, D)
+        A sparse ``Y`` is never centred in memory: the Gram matrix is
+        :math:`Y^T Y - n \hat c_0 \hat c_0^T` (``D <= GRAM_MAX_FEATURES``) and ARPACK
+        sees :math:`\bar X` as a linear operator (larger ``D``), so only ``D x rank``
+        and ``n x rank`` dense arrays are formed.
     rank : int
         ``K - 1``.
     random_state : None, int or Generator
@@ -155,27 +170,65 @@ def top_subspace(Y, rank: int, *, random_state=None) -> Subspace:
     (array([1. , 0.5]), array([2.]))
     """
     n, D = Y.shape
+    if sparse.issparse(Y):
+        return _sparse_subspace(Y, rank, random_state)
     if D <= GRAM_MAX_FEATURES or rank >= min(n, D) - 1:
         c0, gram, total = center_and_gram(Y)
-        w, V = sla.eigh(gram, subset_by_index=(D - rank, D - 1))
-        order = np.argsort(w)[::-1]
-        lam = np.sqrt(np.maximum(w[order], 0.0))
-        W = V[:, order]
+        lam, W = _gram_factors(gram, rank)
         Xc = Y - c0
     else:
         c0 = Y.mean(axis=0)
         Xc = Y - c0
         total = float(np.einsum("ij,ij->", Xc, Xc))
-        rng = check_random_state(random_state)
-        v0 = rng.standard_normal(min(n, D))
-        _, s, Vt = svds(Xc, k=rank, v0=v0)
-        order = np.argsort(s)[::-1]
-        lam, W = s[order], Vt[order].T
-    signs = np.sign(W[np.argmax(np.abs(W), axis=0), np.arange(W.shape[1])])
-    W = W * np.where(signs == 0, 1.0, signs)
+        lam, W = _arpack_factors(Xc, rank, random_state)
+    W = _fix_signs(W)
     safe = np.where(lam > 0, lam, 1.0)
     U = (Xc @ W) / safe
     return Subspace(c0, U, lam, W, float(total))
+
+
+def _gram_factors(gram, rank: int):
+    """Top ``rank`` eigenpairs of a Gram matrix as singular values and vectors."""
+    D = gram.shape[0]
+    w, V = sla.eigh(gram, subset_by_index=(D - rank, D - 1))
+    order = np.argsort(w)[::-1]
+    return np.sqrt(np.maximum(w[order], 0.0)), V[:, order]
+
+
+def _arpack_factors(op, rank: int, random_state):
+    """Top ``rank`` singular values and right vectors by ARPACK (seeded start)."""
+    v0 = check_random_state(random_state).standard_normal(min(op.shape))
+    _, s, Vt = svds(op, k=rank, v0=v0)
+    order = np.argsort(s)[::-1]
+    return s[order], Vt[order].T
+
+
+def _fix_signs(W):
+    """Columns signed so that the largest-magnitude entry of each is positive."""
+    signs = np.sign(W[np.argmax(np.abs(W), axis=0), np.arange(W.shape[1])])
+    return W * np.where(signs == 0, 1.0, signs)
+
+
+def _sparse_subspace(Y, rank: int, random_state) -> Subspace:
+    """:func:`top_subspace` of a sparse ``Y`` without forming the centred matrix."""
+    n, D = Y.shape
+    c0 = np.asarray(Y.mean(axis=0)).ravel()
+    total = max(float(Y.multiply(Y).sum()) - n * float(c0 @ c0), 0.0)
+    if D <= GRAM_MAX_FEATURES or rank >= min(n, D) - 1:
+        lam, W = _gram_factors((Y.T @ Y).toarray() - n * np.outer(c0, c0), rank)
+    else:
+        Yt = Y.T.tocsr()
+        op = LinearOperator(
+            (n, D),
+            matvec=lambda v: Y @ np.ravel(v) - c0 @ np.ravel(v),
+            rmatvec=lambda u: Yt @ np.ravel(u) - c0 * np.sum(u),
+            dtype=np.float64,
+        )
+        lam, W = _arpack_factors(op, rank, random_state)
+    W = _fix_signs(W)
+    safe = np.where(lam > 0, lam, 1.0)
+    U = (Y @ W - c0 @ W) / safe
+    return Subspace(c0, U, lam, W, total)
 
 
 # --------------------------------------------------------------------------------------
@@ -270,7 +323,7 @@ def barycentric_weights(
 
     Parameters
     ----------
-    Y : ndarray (n, D)
+    Y : ndarray or scipy.sparse matrix (n, D)
     vertices : ndarray (K, D)
     max_iter : int
     tol : float
@@ -301,12 +354,14 @@ def barycentric_weights(
     array([[0.5, 0.2, 0.3],
            [0. , 1. , 0. ]])
     """
-    Y = np.asarray(Y, dtype=float)
     V = np.asarray(vertices, dtype=float)
     vbar = V.mean(axis=0)
     psi = V - vbar
     G = psi @ psi.T
-    a = (Y - vbar) @ psi.T
+    if sparse.issparse(Y):
+        a = np.asarray(Y @ psi.T) - vbar @ psi.T
+    else:
+        a = (np.asarray(Y, dtype=float) - vbar) @ psi.T
     K = V.shape[0]
     # unconstrained minimizer on the affine hull: G theta = a + nu 1, 1^T theta = 1
     kkt = np.block([[G, np.ones((K, 1))], [np.ones((1, K)), np.zeros((1, 1))]])

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from scipy import sparse
+from scipy.special import gammaln
 
 from bayespmf._validation import (
     DataValidationError,
@@ -20,7 +22,7 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
-from bayespmf.models._families import Family, sample_family
+from bayespmf.models._families import Family, sample_alias
 from bayespmf.models._start import INIT_CLIP, INIT_JITTER, clip_simplex, jitter_simplex
 
 __all__ = [
@@ -86,7 +88,10 @@ def simplex_nest_model(
     ----------
     X : array_like (n, D)
         Real data (Gaussian) or counts (Poisson, multinomial; row sums are the document
-        lengths ``N_i``).
+        lengths ``N_i``). With the multinomial kernel ``X`` may be a SciPy sparse
+        document-term matrix: the likelihood is then summed over the nonzero counts
+        only (the observed ``x`` has dims ``entry``, one per nonzero, whose coordinate
+        is its row) and equals the dense model's.
     n_vertices : int
         ``K``.
     kernel : {"gaussian", "poisson", "multinomial"}, default "gaussian"
@@ -133,7 +138,7 @@ def simplex_nest_model(
     >>> model.named_vars_to_dims["vertices"], model.named_vars_to_dims["theta"]
     (('vertex', 'feature'), ('obs', 'vertex'))
     """
-    from bayespmf.estimators.simplex import check_alpha, check_nest_data
+    from bayespmf.fit.simplex import check_alpha, check_nest_data
 
     owner = "simplex_nest_model"
     arr, K = check_nest_data(X, n_vertices, kernel, owner)  # checks 'kernel' first
@@ -149,8 +154,17 @@ def simplex_nest_model(
             f"kernel='multinomial' only (the topics' prior); got "
             f"topic_concentration={topic_concentration} with kernel={kernel!r}. Drop it."
         )
+    if sparse.issparse(arr) and kernel != "multinomial":
+        raise DataValidationError(
+            f"'X' of {owner} is a sparse {type(X).__name__}; sparse input is supported "
+            f"with kernel='multinomial' (a document-term matrix), not {kernel!r}. Pass "
+            "X.toarray()."
+        )
     n, D = arr.shape
     model_coords = {"vertex": np.arange(K), "feature": np.arange(D), "obs": np.arange(n)}
+    if sparse.issparse(arr):
+        # one likelihood term per nonzero count; its coordinate is the row it is in
+        model_coords["entry"] = np.repeat(np.arange(n), np.diff(arr.indptr))
     if coords:
         model_coords.update(coords)
     with pm.Model(coords=model_coords) as model:
@@ -188,14 +202,17 @@ def simplex_nest_model(
                 a=np.full((K, D), topic_concentration),
                 dims=("vertex", "feature"),
             )
-            lengths = arr.sum(axis=1).astype(np.int64)
-            pm.Multinomial(
-                "x",
-                n=lengths,
-                p=pt.dot(theta, B),
-                observed=arr.astype(np.int64),
-                dims=("obs", "feature"),
-            )
+            if sparse.issparse(arr):
+                _sparse_multinomial(arr, theta, B)
+            else:
+                lengths = arr.sum(axis=1).astype(np.int64)
+                pm.Multinomial(
+                    "x",
+                    n=lengths,
+                    p=pt.dot(theta, B),
+                    observed=arr.astype(np.int64),
+                    dims=("obs", "feature"),
+                )
     model._bayespmf_simplex_nest = {
         "X": arr,
         "kernel": kernel,
@@ -203,6 +220,37 @@ def simplex_nest_model(
         "alpha": alpha,
     }
     return model
+
+
+def _sparse_multinomial_logp(value, p, const):
+    """Log-probability of each nonzero count (see :func:`_sparse_multinomial`)."""
+    return value * pt.log(p) - pt.gammaln(value + 1.0) + const
+
+
+def _sparse_multinomial(arr, theta, B):
+    r"""The multinomial likelihood of a sparse document-term matrix, nonzeros only.
+
+    :math:`\log \mathrm{Mult}(x_i \mid N_i, p_i) = \log N_i! + \sum_{d: x_{id} > 0}
+    (x_{id} \log p_{id} - \log x_{id}!)`: the zero counts add nothing, so the
+    observed ``x`` is the vector of nonzero counts (dims ``entry``, whose coordinate
+    is the row) and :math:`p_{id} = \theta_i \cdot \beta_{\cdot d}` is formed for
+    them alone; :math:`\log N_i!` is added to each row's first entry, so the sum
+    over the entries equals the dense model's log-likelihood.
+    """
+    rows = np.repeat(np.arange(arr.shape[0]), np.diff(arr.indptr))
+    cols = arr.indices
+    counts = arr.data.astype(np.int64)
+    const = np.zeros(counts.size)
+    const[arr.indptr[:-1]] = gammaln(np.asarray(arr.sum(axis=1)).ravel() + 1.0)
+    p = pt.sum(theta[rows] * B.T[cols], axis=1)
+    pm.CustomDist(
+        "x",
+        p,
+        pt.as_tensor_variable(const),
+        logp=_sparse_multinomial_logp,
+        observed=counts,
+        dims=("entry",),
+    )
 
 
 def _point_of(init, info: dict, random_seed) -> dict:
@@ -291,7 +339,7 @@ def initvals_from_vlad(
     elif kernel == "poisson":
         V = np.maximum(V, INIT_CLIP * max(float(X.mean()), INIT_CLIP))
     free = {v.name for v in model.free_RVs}
-    sd = X.std(axis=0)
+    sd = X.std(axis=0) if kernel == "gaussian" else None
     out = []
     for _ in range(chains):
 
@@ -379,66 +427,28 @@ def align_vertices(idata, reference_vertices, *, n_refine: int = 2):
     return apply_permutations(idata, perms, "vertex", "vertex_permutation")
 
 
-def sample_simplex_nest(
-    model,
-    *,
-    init=None,
-    method: str = "nuts",
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    random_seed=None,
-    progressbar: bool = True,
-    align: bool = True,
-    advi_iterations: int = 20000,
-    jitter: float = INIT_JITTER,
-    log_likelihood: bool = True,
-    **sample_kwargs,
-):
-    """Posterior of a simplex nest by NUTS or ADVI, started from the VLAD estimate.
+def sample_simplex_nest(model, *, init=None, jitter: float = INIT_JITTER, **kwargs):
+    """:func:`bayespmf.models.sample` on a simplex nest, started from VLAD by default.
 
-    An alias of :func:`bayespmf.models.sample` (kept for one release): the same
-    sampler, starts, alignment and groups, with ``init=None`` (fit VLAD) as the default
-    and the per-chain ``jitter`` as an option.
+    An alias kept for one release: every option is :func:`~bayespmf.models.sample`'s,
+    with ``init=None`` (fit :class:`~bayespmf.estimators.simplex.VLAD`; see
+    :func:`initvals_from_vlad` for the other starts) as the default and the per-chain
+    ``jitter`` as an option.
 
     Parameters
     ----------
     model : pymc.Model
         From :func:`simplex_nest_model`.
     init : None, fitted VLAD (or GDM/SimplexSPA) or dict
-        The start (see :func:`initvals_from_vlad`); ``None`` fits VLAD first. Its
-        vertices and ``theta = init.transform(X)`` (clipped off 0, renormalized) start
-        every chain, jittered per chain.
-    method : {"nuts", "advi"}
-    draws, tune, chains : int
-        For NUTS; ADVI runs ``advi_iterations`` steps from the (unjittered-chain-0)
-        start and then takes ``draws`` samples of the approximation (one chain).
-    random_seed : int, optional
-    progressbar : bool
-    align : bool, default True
-        Align vertex labels draw by draw to the start's vertices
-        (:func:`align_vertices`).
-    advi_iterations : int
-    jitter : float
-    log_likelihood : bool, default True
-        Add a ``log_likelihood`` group with each row's log-likelihood (dims ``chain,
-        draw, obs``: ``pm.compute_log_likelihood`` summed over a row's entries; for
-        ``az.loo``), as :func:`bayespmf.models.sample` does for every family.
-    **sample_kwargs
-        Passed to ``pm.sample`` (e.g. ``target_accept``, ``cores``). ``init``
-        defaults to ``"adapt_diag"``: PyMC's default ``"jitter+adapt_diag"`` would
-        add its own U(-1, 1) jitter (unconstrained scale) to the VLAD start.
+    jitter : float, default ``INIT_JITTER``
+    **kwargs
+        The options of :func:`bayespmf.models.sample` (``method``, ``draws``,
+        ``tune``, ``chains``, ``random_seed``, ``nuts_sampler``, ...).
 
     Returns
     -------
     xarray.DataTree
-        ``posterior.attrs`` record ``sampling_method`` and ``sampling_time`` (seconds).
-
-    Raises
-    ------
-    DataValidationError
-        Unknown ``method``, a model not built by :func:`simplex_nest_model`, or a
-        malformed ``init``.
+        As :func:`bayespmf.models.sample`.
 
     Examples
     --------
@@ -447,15 +457,8 @@ def sample_simplex_nest(
     >>> idata = sample_simplex_nest(simplex_nest_model(X, 2, alpha=1.0), draws=5,
     ...     tune=5, chains=1, random_seed=0, progressbar=False)  # doctest: +SKIP
     """
-    options = {k: v for k, v in locals().items() if k not in ("model", "sample_kwargs")}
-    return sample_family(
-        SIMPLEX_NEST,
-        model,
-        owner="sample_simplex_nest",
-        nuts_sampler=sample_kwargs.pop("nuts_sampler", "pymc"),
-        simplex_transform=None,
-        **options,
-        **sample_kwargs,
+    return sample_alias(
+        SIMPLEX_NEST, model, "sample_simplex_nest", init=init, jitter=jitter, **kwargs
     )
 
 
@@ -470,9 +473,13 @@ def _finish(idata, model, point, starts, align, random_seed):
 def _loglik_rows(idata):
     """One log-likelihood per row (an observation is a row x_i, not one of its entries)."""
     group = idata["log_likelihood"].to_dataset()
-    idata["log_likelihood"] = group.map(
-        lambda v: v.sum([d for d in v.dims if d not in ("chain", "draw", "obs")])
-    )
+
+    def per_row(v):
+        if "entry" in v.dims:  # sparse counts: the entries of each row summed
+            return v.groupby("entry").sum().rename(entry="obs")
+        return v.sum([d for d in v.dims if d not in ("chain", "draw", "obs")])
+
+    idata["log_likelihood"] = group.map(per_row)
     return idata
 
 

@@ -188,7 +188,7 @@ def test_caller_arrays_not_mutated(sim):
     np.testing.assert_array_equal(z, z_copy)
     point = (np.array([[0.0, 1.0], [0.0, 2.0]]), [np.full((k, 2), 1 / k) for k in N_CAT])
     before = point[0].copy()
-    regression_initvals(model, point, chains=2, random_state=0)
+    regression_initvals(model, point, chains=2, random_seed=0)
     np.testing.assert_array_equal(point[0], before)
 
 

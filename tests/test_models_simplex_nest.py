@@ -34,7 +34,7 @@ def test_model_structure_and_finite_logp_at_vlad_start(kernel):
     fixed = simplex_nest_model(X, 3, kernel, alpha=2.0)
     assert "alpha" not in {v.name for v in fixed.free_RVs}
     vlad = VLAD(3, kernel, alpha=1.0, random_state=0).fit(X)
-    iv = initvals_from_vlad(model, vlad, chains=2, random_state=0)
+    iv = initvals_from_vlad(model, vlad, chains=2, random_seed=0)
     logp = model.compile_logp()
     for point in iv:
         ip = model.initial_point()

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayespmf._validation import DataValidationError, check_int, check_random_state
+from bayespmf._validation import DataValidationError, check_int
 from bayespmf.data import CategoricalData, as_categorical, layout_of
-from bayespmf.models._start import INIT_JITTER, jitter_simplex
+from bayespmf.models._start import INIT_JITTER, jitter_simplex, start_rng
 from bayespmf.models.latent_class import factor_var_name, model_data
 from bayespmf.pmf import LatentClassParams, check_params
 
@@ -114,7 +114,13 @@ def bound_sizes(data: CategoricalData, like: CategoricalData) -> list[int]:
 
 
 def initvals_from_params(
-    model, init, *, chains: int = 1, jitter: float = INIT_JITTER, random_state=None
+    model,
+    init,
+    *,
+    chains: int = 1,
+    jitter: float = INIT_JITTER,
+    random_seed=None,
+    random_state="deprecated",
 ) -> list[dict]:
     """Starting points (one dict per chain, constrained values) from a point estimate.
 
@@ -133,7 +139,7 @@ def initvals_from_params(
     """
     data, rank = model_data(model)
     params = params_of(init, data, rank)
-    rng = check_random_state(random_state)
+    rng = start_rng(random_seed, random_state, "initvals_from_params")
     chains = check_int(chains, "chains", low=1)
     out = []
     for _ in range(chains):

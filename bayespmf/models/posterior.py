@@ -263,7 +263,7 @@ def _lc_estimate(model, random_seed):
 
 def _lc_initvals(model, point, chains, jitter, rng):
     return initvals_from_params(
-        model, point, chains=chains, jitter=jitter, random_state=rng
+        model, point, chains=chains, jitter=jitter, random_seed=rng
     )
 
 

@@ -30,7 +30,6 @@ from bayespmf._validation import (
     as_codes,
     check_float,
     check_int,
-    check_random_state,
 )
 from bayespmf.data import CategoricalData
 from bayespmf.estimators.regression import INTERCEPT, LatentClassRegression
@@ -45,7 +44,7 @@ from bayespmf.models._rows_dist import (
     items_given_class,
     rows_coords,
 )
-from bayespmf.models._start import INIT_JITTER, jitter_simplex
+from bayespmf.models._start import INIT_JITTER, jitter_simplex, start_rng
 from bayespmf.pmf import one_hot_design
 
 __all__ = [
@@ -354,7 +353,13 @@ def _point_of(init, n_dim: int, n_cat, rank: int):
 
 
 def regression_initvals(
-    model, init, *, chains: int = 1, jitter: float = INIT_JITTER, random_state=None
+    model,
+    init,
+    *,
+    chains: int = 1,
+    jitter: float = INIT_JITTER,
+    random_seed=None,
+    random_state="deprecated",
 ) -> list[dict]:
     """Starting points (one dict per chain, constrained values) from a point estimate.
 
@@ -370,7 +375,8 @@ def regression_initvals(
         ``coef`` (D', F) on the model's design columns; ``factors`` [(I_n, F)].
     chains : int, default 1
     jitter : float, default INIT_JITTER
-    random_state : None, int or numpy.random.Generator
+    random_seed : None, int or numpy.random.Generator
+        Seeds the jitter (PyMC's name; ``random_state`` is its deprecated alias).
 
     Returns
     -------
@@ -381,7 +387,7 @@ def regression_initvals(
     >>> data = CategoricalData.from_codes([[0, 1], [1, 0], [1, 1]], 2, names=["a", "b"])
     >>> model = latent_class_regression_model(data, [[0.0], [1.0], [2.0]], 2)
     >>> point = (np.zeros((2, 2)), [np.full((2, 2), 0.5)] * 2)
-    >>> iv = regression_initvals(model, point, chains=2, random_state=0)
+    >>> iv = regression_initvals(model, point, chains=2, random_seed=0)
     >>> len(iv), iv[0]["coef"].shape, iv[0]["A_a"].shape
     (2, (2, 1), (2, 2))
     """
@@ -389,7 +395,7 @@ def regression_initvals(
     coef, factors = _point_of(init, design.shape[1], n_cat, rank)
     chains = check_int(chains, "chains", owner="regression_initvals", low=1)
     jitter = check_float(jitter, "jitter", low=0.0)
-    rng = check_random_state(random_state)
+    rng = start_rng(random_seed, random_state, "regression_initvals")
     out = []
     for _ in range(chains):
         start = {COEF_NAME: coef[:, 1:] + jitter * rng.standard_normal(coef[:, 1:].shape)}
@@ -549,7 +555,7 @@ REGRESSION = Family(
     estimate=_estimate,
     point=_point,
     initvals=lambda model, point, chains, jitter, rng: regression_initvals(
-        model, point, chains=chains, jitter=jitter, random_state=rng
+        model, point, chains=chains, jitter=jitter, random_seed=rng
     ),
     rewrite=_rewrite,
     finish=_finish,

@@ -19,11 +19,16 @@ from bayespmf._validation import (
     DataValidationError,
     check_float,
     check_int,
-    check_random_state,
 )
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
 from bayespmf.models._families import Family, sample_alias
-from bayespmf.models._start import INIT_CLIP, INIT_JITTER, clip_simplex, jitter_simplex
+from bayespmf.models._start import (
+    INIT_CLIP,
+    INIT_JITTER,
+    clip_simplex,
+    jitter_simplex,
+    start_rng,
+)
 
 __all__ = [
     "align_vertices",
@@ -296,7 +301,13 @@ def _point_of(init, info: dict, random_seed) -> dict:
 
 
 def initvals_from_vlad(
-    model, init=None, *, chains: int = 1, jitter: float = INIT_JITTER, random_state=None
+    model,
+    init=None,
+    *,
+    chains: int = 1,
+    jitter: float = INIT_JITTER,
+    random_seed=None,
+    random_state="deprecated",
 ) -> list[dict]:
     """Starting points (one dict per chain, constrained values) from a point estimate.
 
@@ -311,7 +322,9 @@ def initvals_from_vlad(
     jitter : float
         Per-chain jitter: multiplicative (log scale) for simplex and positive values,
         in units of the feature's data sd for Gaussian vertices.
-    random_state : None, int or Generator
+    random_seed : None, int or Generator
+        Seeds the jitter and the default VLAD fit (``random_state`` is its deprecated
+        alias).
 
     Returns
     -------
@@ -323,12 +336,12 @@ def initvals_from_vlad(
     Examples
     --------
     >>> X = np.random.default_rng(0).normal(size=(30, 3))
-    >>> iv = initvals_from_vlad(simplex_nest_model(X, 2), chains=2, random_state=0)
+    >>> iv = initvals_from_vlad(simplex_nest_model(X, 2), chains=2, random_seed=0)
     >>> len(iv), iv[0]["vertices"].shape, iv[0]["theta"].shape
     (2, (2, 3), (30, 2))
     """
     info = _model_info(model)
-    rng = check_random_state(random_state)
+    rng = start_rng(random_seed, random_state, "initvals_from_vlad")
     chains = check_int(chains, "chains", owner="initvals_from_vlad", low=1)
     seed = int(rng.integers(2**31 - 1))
     point = _point_of(init, info, seed)
@@ -492,7 +505,7 @@ SIMPLEX_NEST = Family(
     estimate=lambda model, random_seed: _point(model, None, random_seed),
     point=_point,
     initvals=lambda model, point, chains, jitter, rng: initvals_from_vlad(
-        model, point, chains=chains, jitter=jitter, random_state=rng
+        model, point, chains=chains, jitter=jitter, random_seed=rng
     ),
     # the model is sampled as built (its data are not frozen)
     rewrite=lambda model, point, initvals, *_: (model, initvals, None),

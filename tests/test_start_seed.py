@@ -1,0 +1,33 @@
+"""The PyMC-facing start builders take ``random_seed``; ``random_state`` is deprecated."""
+
+import numpy as np
+import pytest
+
+from bayespmf import CategoricalData
+from bayespmf._validation import DataValidationError
+from bayespmf.models import initvals_from_params, latent_class_model
+
+
+def _model():
+    data = CategoricalData.from_codes([[0, 1], [1, 0], [1, 1]], 2, names=["a", "b"])
+    point = ([0.4, 0.6], [np.array([[0.3, 0.6], [0.7, 0.4]])] * 2)
+    return latent_class_model(data, rank=2), point
+
+
+def test_random_seed_reproduces_and_varies():
+    model, point = _model()
+    a = initvals_from_params(model, point, chains=2, random_seed=0)
+    b = initvals_from_params(model, point, chains=2, random_seed=0)
+    c = initvals_from_params(model, point, chains=2, random_seed=1)
+    np.testing.assert_array_equal(a[1]["A_a"], b[1]["A_a"])
+    assert not np.allclose(a[1]["A_a"], c[1]["A_a"])
+
+
+def test_random_state_is_a_deprecated_alias():
+    model, point = _model()
+    new = initvals_from_params(model, point, chains=2, random_seed=3)
+    with pytest.warns(FutureWarning, match="renamed 'random_seed'"):
+        old = initvals_from_params(model, point, chains=2, random_state=3)
+    np.testing.assert_array_equal(new[0]["weights"], old[0]["weights"])
+    with pytest.raises(DataValidationError, match="Pass random_seed only"):
+        initvals_from_params(model, point, random_seed=1, random_state=1)

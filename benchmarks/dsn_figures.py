@@ -13,6 +13,14 @@ a small Gaussian nest, with wall times and the ratio NUTS time / VLAD time.
 
 ``--scale`` multiplies every n and D (not K, alpha, sigma or words per document).
 
+``--sweep alpha,skew`` adds the sweeps of Figs. 4 and 3 at the Supplement B setting
+(n = 10,000, D = 500, K = 10, scaled by ``--scale``): the minimum-matching distance of
+VLAD, VLAD given the true alpha, GDM and SPA for alpha in ``--alphas`` (c_min = 0.5),
+and of VLAD, VLAD-alpha, GDM-MC (GDM extended by the true alpha's gamma, the paper's
+control for the geometry) and SPA for c_min in ``--c-mins`` (alpha = 2), each over
+``--seeds`` seeds: mean and sd printed, and, with ``--plot FILE``, drawn with half-sd
+error bars as in the paper (its figures: 20 repetitions).
+
 ``--small-n`` runs only the rows of issue 15: VLAD at small n (K = 10, D = 500,
 alpha = 2, vertices shrunk toward their mean by U(0.5, 1); n = 1000 and 5000; Gaussian
 sigma = 1 and Poisson) and the skewed Poisson nest (K = 4, D = 40, n = 6000,
@@ -81,6 +89,110 @@ def convergence(kernel, ns, D, K, alpha, seed, n_init):
             if errs["VLAD"] > errs[other]:
                 worse.append((n, other, errs["VLAD"], errs[other]))
     return worse
+
+
+# --------------------------------------------------------------------------------------
+# the alpha and skew sweeps (Figs. 4 and 3)
+
+#: The alpha grid of the alpha sweep (Fig. 4) and the c_min grid of the skew sweep
+#: (Fig. 3); the paper's figures do not list their grids.
+SWEEP_ALPHAS = (0.5, 1.0, 2.0, 3.0, 4.0, 5.0)
+SWEEP_C_MINS = (0.1, 0.3, 0.5, 0.7, 0.9)
+
+
+def sweep_estimators(K, kernel, alpha, seed, n_init, what):
+    """The estimators of one sweep cell: VLAD, VLAD-alpha, GDM (GDM-MC for "skew"), SPA."""
+    gdm_name, gdm_alpha = ("GDM-MC", alpha) if what == "skew" else ("GDM", None)
+    return {
+        "VLAD": VLAD(K, kernel, n_init=n_init, random_state=seed),
+        "VLAD-alpha": VLAD(K, kernel, alpha=alpha, n_init=n_init, random_state=seed),
+        gdm_name: GDM(K, kernel, alpha=gdm_alpha, n_init=n_init, random_state=seed),
+        "SPA": SimplexSPA(K, kernel),
+    }
+
+
+def sweep(what, kernel, values, n, D, K, seeds, n_init):
+    """One sweep ("alpha": Fig. 4, "skew": Fig. 3) for one kernel over ``seeds``.
+
+    Returns ``{method: (means, sds)}`` over ``values`` and prints one row per value:
+    mean +- sd of the minimum-matching distance of every method, and VLAD's alpha-hat.
+    """
+    label = "alpha" if what == "alpha" else "c_min"
+    fixed = "c_min=0.5" if what == "alpha" else "alpha=2"
+    print(
+        f"\n== {label} sweep ({'Fig. 4' if what == 'alpha' else 'Fig. 3'}): {kernel}, "
+        f"n={n}, D={D}, K={K}, {fixed}, seeds {list(seeds)}: mmd mean +- sd =="
+    )
+    errs: dict[str, list[list[float]]] = {}
+    for v in values:
+        alpha, c_min = (v, 0.5) if what == "alpha" else (2.0, v)
+        cell: dict[str, list[float]] = {}
+        alphas = []
+        for seed in seeds:
+            X, truth = make_simplex_nest(
+                n,
+                D,
+                K,
+                alpha=alpha,
+                kernel=kernel,
+                c_min=c_min,
+                random_state=seed,
+                **SETTINGS[kernel]["kw"],
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # counted in the fallback column below
+                ests = sweep_estimators(K, kernel, alpha, seed, n_init, what)
+                for name, est in ests.items():
+                    est.fit(X)
+                    cell.setdefault(name, []).append(
+                        min_matching_distance(est.vertices_, truth.vertices)
+                    )
+            alphas.append(float(np.mean(ests["VLAD"].alpha_)))
+        if not errs:
+            print(f"{label:>6} | " + " | ".join(f"{m:>17}" for m in cell) + " | alpha_hat")
+        for name, e in cell.items():
+            errs.setdefault(name, []).append(e)
+        print(
+            f"{v:6.2f} | "
+            + " | ".join(_mean_sd(e) for e in cell.values())
+            + f" | {np.mean(alphas):.3f}",
+            flush=True,
+        )
+    return {
+        m: (
+            np.mean(e, axis=1),
+            np.std(e, axis=1, ddof=1) if len(seeds) > 1 else np.zeros(len(values)),
+        )
+        for m, e in errs.items()
+    }
+
+
+def plot_sweeps(results, path) -> None:
+    """Figs. 3-4 style: one panel per (sweep, kernel), mean with half-sd error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(
+        1,
+        len(results),
+        figsize=(4.2 * len(results), 3.4),
+        squeeze=False,
+        layout="constrained",
+    )
+    for ax, ((what, kernel, values), curves) in zip(axes[0], results.items(), strict=True):
+        for name, (mean, sd) in curves.items():
+            ax.errorbar(values, mean, yerr=sd / 2, fmt="-o", ms=3, capsize=2, label=name)
+        ax.set(
+            xlabel="alpha" if what == "alpha" else "c_min",
+            ylabel="minimum-matching distance",
+            title=f"{kernel}: {'Fig. 4' if what == 'alpha' else 'Fig. 3'}",
+        )
+        ax.legend(fontsize=7)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {path}")
 
 
 # --------------------------------------------------------------------------------------
@@ -374,9 +486,27 @@ def main() -> None:
     ap.add_argument(
         "--small-n", action="store_true", help="run only the small-n rows of issue 15"
     )
-    ap.add_argument("--seeds", type=int, default=3, help="seeds of the small-n rows")
+    ap.add_argument(
+        "--seeds", type=int, default=3, help="seeds of the small-n rows and the sweeps"
+    )
+    ap.add_argument("--sweep", default="", help="'alpha', 'skew' or 'alpha,skew'")
+    ap.add_argument("--alphas", default=",".join(map(str, SWEEP_ALPHAS)))
+    ap.add_argument("--c-mins", default=",".join(map(str, SWEEP_C_MINS)))
+    ap.add_argument("--plot", default=None, help="draw the sweeps to this file")
+    ap.add_argument(
+        "--skip-convergence", action="store_true", help="skip the per-n rows (Fig. 2)"
+    )
     args = parse_args_quick(
-        ap, None, scale=0.05, kernels="gaussian,poisson", n_init=2, skip_bayes=True
+        ap,
+        None,
+        scale=0.05,
+        kernels="gaussian,poisson",
+        n_init=2,
+        skip_bayes=True,
+        sweep="alpha,skew",
+        alphas="0.5,2",
+        c_mins="0.3,0.9",
+        seeds=2,
     )
     warnings.filterwarnings("ignore", message=".*BLAS.*")
     if args.small_n:
@@ -388,7 +518,7 @@ def main() -> None:
     t0 = time.perf_counter()
     ns = [max(50, round(n * args.scale)) for n in PAPER_N]
     all_worse = []
-    for kernel in args.kernels.split(","):
+    for kernel in [] if args.skip_convergence else args.kernels.split(","):
         D = max(args.n_vertices + 1, round(SETTINGS[kernel]["n_features"] * args.scale))
         all_worse += [
             (kernel, *w)
@@ -410,6 +540,27 @@ def main() -> None:
             args.advi_iter,
             args.seed,
         )
+    sweeps = {}
+    for what in [w for w in args.sweep.split(",") if w]:
+        if what not in ("alpha", "skew"):
+            ap.error(f"--sweep takes 'alpha' and/or 'skew'; got {what!r}")
+        raw = args.alphas if what == "alpha" else args.c_mins
+        values = [float(v) for v in raw.split(",")]
+        for kernel in args.kernels.split(","):
+            D = max(args.n_vertices + 1, round(SETTINGS[kernel]["n_features"] * args.scale))
+            n = max(50, round(10_000 * args.scale))
+            sweeps[(what, kernel, tuple(values))] = sweep(
+                what,
+                kernel,
+                values,
+                n,
+                D,
+                args.n_vertices,
+                range(args.seed, args.seed + args.seeds),
+                args.n_init,
+            )
+    if sweeps and args.plot:
+        plot_sweeps(sweeps, args.plot)
     print("\nVLAD at least as accurate as GDM and SPA at every n:", not all_worse)
     for kernel, n, other, e_v, e_o in all_worse:
         print(f"  {kernel} n={n}: VLAD {e_v:.4f} > {other} {e_o:.4f}")

@@ -138,7 +138,8 @@ def test_unknown_name_did_you_mean():
 
 def test_list_and_describe():
     names = datasets.list_datasets()
-    assert set(names) == {"car", "votes", "nursery", "mushroom", "movielens"}
+    shipped = {"car", "votes", "nursery", "mushroom", "movielens", "sp500", "wikipedia"}
+    assert set(names) == shipped
     for n in names:
         text = datasets.describe(n)
         assert "cite:" in text and "terms:" in text

@@ -20,6 +20,7 @@ def test_notebooks_exist():
         "movielens_ratings.ipynb",
         "squarem_vs_em.ipynb",
         "dsn_vlad_topics.ipynb",
+        "dsn_corpus.ipynb",
         "lca_end_to_end.ipynb",
     }
 

@@ -14,6 +14,9 @@ The steps of :func:`run_spec`, each announced with its elapsed time:
    ``task.md`` and ``task.png``;
 5. ``results.json``: everything measured, in one file.
 
+A spec with a ``[simplex]`` section runs :func:`bayespmf.apps._task_simplex.run_simplex`
+instead of steps 1-4 (a Dirichlet simplex nest on a corpus or a returns panel).
+
 **A failed run leaves nothing that looks complete.** The outputs are written into a
 hidden staging folder inside the output folder (``.partial-<random>``) and moved into
 place only when every step has succeeded: first the old ``results.json`` is removed,
@@ -184,18 +187,25 @@ def _run_staged(spec, out: Path, stage: Path, progressbar: bool) -> dict:
     results: dict = {"out_dir": out}
     metrics: dict = {"spec": str(spec.path), "data": name, "seed": spec.seed}
     written: list[str] = []
-    with _Step(f"loading {name}"):
-        dataset = datasets.load(name, **spec.data["options"])
-        data = dataset.data
-        target = spec.data["target"] or dataset.target
-        if target is not None:
-            data.index_of(target)  # fail early on a bad target name
-        summary = data.summary()
-        summary.to_csv(stage / "summary.csv")
-        written.append("summary.csv")
-        _say(f"   {name}: {data!r}")
-        _say(summary.to_string(float_format=lambda v: f"{v:.1f}"))
-    results["summary"] = summary
+    if spec.simplex is not None:  # a Dirichlet simplex nest instead of a latent class
+        from bayespmf.apps._task_simplex import run_simplex
+
+        results.update(run_simplex(spec, stage, metrics, written, _Step, _say))
+        (stage / "methods.md").write_text(table_to_markdown(results["methods"]) + "\n")
+        written.append("methods.md")
+    else:
+        with _Step(f"loading {name}"):
+            dataset = datasets.load(name, **spec.data["options"])
+            data = dataset.data
+            target = spec.data["target"] or dataset.target
+            if target is not None:
+                data.index_of(target)  # fail early on a bad target name
+            summary = data.summary()
+            summary.to_csv(stage / "summary.csv")
+            written.append("summary.csv")
+            _say(f"   {name}: {data!r}")
+            _say(summary.to_string(float_format=lambda v: f"{v:.1f}"))
+        results["summary"] = summary
     est = train = test = None
     if spec.fit is not None:
         est, train, test = _fit(spec, data, target, stage, metrics, written, progressbar)

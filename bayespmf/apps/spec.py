@@ -51,6 +51,13 @@ Sections and keys (defaults in brackets):
   "ratings"], ``methods``, ``baselines``, ``n_trials`` [10], ``ranks``,
   ``posterior`` [false] (add a posterior-predictive row with the ``[sample]``
   settings), ``posterior_trials`` [1], ``random_state`` [seed].
+* ``[simplex]`` (instead of ``[fit]``/``[sample]``/``[task]``; data sets ``wikipedia``
+  and ``sp500``): ``kernel`` [the data set's], ``n_vertices`` (int or list: chosen by
+  held-out completion) [5], ``methods`` [["vlad", "gdm", "spa"]], ``n_splits`` [3],
+  ``max_rows``, ``max_words`` [0: all], ``nuts_rows`` [0: no NUTS], ``nuts_words``
+  [200], ``draws``, ``tune`` [200], ``chains`` [2], ``top_words`` [10],
+  ``random_state`` [seed]; see :mod:`bayespmf.apps._task_simplex`
+  (``models/wikipedia-topics.toml``).
 * ``[output]``: ``dir`` ["results/<name>"], ``figures`` [true], ``netcdf`` [true].
 """
 
@@ -66,6 +73,11 @@ from bayespmf._validation import (
     check_float,
     check_int,
     check_random_state,
+)
+from bayespmf.apps._task_simplex import (
+    SIMPLEX_DATASETS,
+    check_simplex_data,
+    check_simplex_spec,
 )
 
 __all__ = ["RunSpec", "SpecError", "load_spec"]
@@ -131,6 +143,21 @@ _SCHEMA: dict[str, dict[str, tuple[tuple, object]]] = {
         "posterior_trials": ((int,), 1),
         "random_state": ((int,), None),
     },
+    "simplex": {  # the Dirichlet simplex nest (bayespmf.apps._task_simplex)
+        "kernel": ((str,), None),
+        "n_vertices": ((int, _INTS), 5),
+        "methods": ((_STRS,), ["vlad", "gdm", "spa"]),
+        "n_splits": ((int,), 3),
+        "max_rows": ((int,), 0),
+        "max_words": ((int,), 0),
+        "nuts_rows": ((int,), 0),
+        "nuts_words": ((int,), 200),
+        "draws": ((int,), 200),
+        "tune": ((int,), 200),
+        "chains": ((int,), 2),
+        "top_words": ((int,), 10),
+        "random_state": ((int,), None),
+    },
     "output": {
         "dir": ((str,), None),
         "figures": ((bool,), True),
@@ -139,7 +166,7 @@ _SCHEMA: dict[str, dict[str, tuple[tuple, object]]] = {
 }
 
 #: Sections that may be left out altogether (their absence means "do not do this").
-_OPTIONAL_SECTIONS = ("fit", "sample", "task")
+_OPTIONAL_SECTIONS = ("fit", "sample", "task", "simplex")
 
 
 @dataclass
@@ -157,6 +184,7 @@ class RunSpec:
     fit: dict | None = None
     sample: dict | None = None
     task: dict | None = None
+    simplex: dict | None = None
     output: dict = field(default_factory=dict)
 
 
@@ -241,6 +269,14 @@ def _check_values(path, spec: RunSpec) -> None:
             path,
             f"'data.test_fraction' must be in (0, 1); got {spec.data['test_fraction']}.",
         )
+    if spec.simplex is not None or info.name in SIMPLEX_DATASETS:
+        if spec.simplex is None:
+            _fail(path, f"the data set {info.name!r} needs a [simplex] section.")
+        given = [f"[{s}]" for s in ("fit", "sample", "task") if getattr(spec, s)]
+        if given:
+            _fail(path, f"[simplex] replaces {', '.join(given)} (latent-class sections).")
+        _checked(path, "[simplex]", check_simplex_spec, spec.simplex, info.name, spec.seed)
+        return
     if spec.fit is not None:
         _at_least(path, "fit.rank", spec.fit["rank"], 1)
         _one_of(path, "fit.method", spec.fit["method"], METHODS)
@@ -385,6 +421,11 @@ def _check_inputs(path, spec: RunSpec) -> None:
     name, options = spec.data["name"], spec.data["options"]
     _check_loader_options(path, name, options)
     dataset = _checked(path, "data.options", datasets.load, name, **options)
+    if spec.simplex is not None:  # a corpus or a returns panel, not categorical data
+        _checked(
+            path, "simplex.n_vertices", check_simplex_data, spec.simplex, name, options
+        )
+        return
     data = dataset.data
     target = spec.data["target"] or dataset.target
     if target is not None:

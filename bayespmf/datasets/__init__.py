@@ -7,6 +7,7 @@ attribution each source asks for is in :func:`describe` and in
 
 from __future__ import annotations
 
+from bayespmf.datasets._finance import load_sp500
 from bayespmf.datasets._loaders import (
     Dataset,
     load_car,
@@ -24,6 +25,7 @@ from bayespmf.datasets._simulate import (
     make_simplex_nest,
 )
 from bayespmf.datasets._simulate_nmf import PurificationTruth, make_purification_data
+from bayespmf.datasets._text import TextCorpus, load_wikipedia, read_bag_of_words
 
 __all__ = [
     "Dataset",
@@ -31,6 +33,7 @@ __all__ = [
     "LatentClassTruth",
     "PurificationTruth",
     "SimplexNestTruth",
+    "TextCorpus",
     "UnknownDatasetError",
     "describe",
     "get_info",
@@ -41,11 +44,14 @@ __all__ = [
     "load_movielens",
     "load_mushroom",
     "load_nursery",
+    "load_sp500",
     "load_votes",
+    "load_wikipedia",
     "make_latent_class",
     "make_purification_data",
     "make_simplex_nest",
     "movielens_genres",
+    "read_bag_of_words",
 ]
 
 _LOADERS = {
@@ -54,6 +60,8 @@ _LOADERS = {
     "nursery": load_nursery,
     "mushroom": load_mushroom,
     "movielens": load_movielens,
+    "sp500": load_sp500,
+    "wikipedia": load_wikipedia,
 }
 
 
@@ -63,7 +71,7 @@ def list_datasets() -> list[str]:
     Examples
     --------
     >>> list_datasets()
-    ['car', 'votes', 'nursery', 'mushroom', 'movielens']
+    ['car', 'votes', 'nursery', 'mushroom', 'movielens', 'sp500', 'wikipedia']
     """
     return list(REGISTRY)
 
@@ -96,6 +104,10 @@ def loader(name: str):
 
 def load(name: str, **kwargs) -> Dataset:
     """Load a shipped data set by name (``kwargs`` go to its loader).
+
+    A :class:`Dataset` for the categorical sets; ``"sp500"`` gives a DataFrame of
+    daily returns (:func:`load_sp500`); ``"wikipedia"`` a :class:`TextCorpus` (a
+    sparse document-term matrix and its vocabulary, :func:`load_wikipedia`).
 
     Examples
     --------

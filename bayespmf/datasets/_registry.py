@@ -125,6 +125,50 @@ REGISTRY: dict[str, DatasetInfo] = {
         },
         100836,
     ),
+    "sp500": DatasetInfo(
+        "sp500",
+        "Daily adjusted closing prices of 20 S&P 500 stocks, 1990-01-02 to 2022-12-28 "
+        "(8,313 days); load_sp500 gives daily returns (Dirichlet simplex nest, finance).",
+        "skfolio developers (2023-2026), skfolio.datasets.load_sp500_dataset, skfolio "
+        "1.12.2, https://github.com/skfolio/skfolio",
+        "BSD 3-Clause (skfolio; sp500/LICENSE-skfolio.txt). skfolio: a stale data set "
+        "for testing and examples, not for investment, trading or commercial use.",
+        {
+            "sp500/sp500_dataset.csv.gz": (
+                "5f769c6d7be57f62a4dfd1f553995855462a17c92b21a4af4245439c6115617f"
+            ),
+            "sp500/LICENSE-skfolio.txt": (
+                "07b8dfceb7b319e5145e7b1594d2cdaf94d924d78166d28951d4b360a4dc5844"
+            ),
+        },
+        8313,
+    ),
+    "wikipedia": DatasetInfo(
+        "wikipedia",
+        "3,512 paragraphs of 104 English Wikipedia articles (2016) as word counts over "
+        "a 6,693-word vocabulary; load_wikipedia gives a sparse document-term matrix "
+        "(topic models: Dirichlet simplex nest, multinomial kernel).",
+        "Wikipedia contributors, Wikipedia, The Free Encyclopedia (articles and page "
+        "ids in wikipedia/documents.tsv), via the dump excerpt in gensim 4.4.0's test "
+        "data.",
+        "CC BY-SA 3.0 (Wikipedia text; the counts are an adaptation shared under the "
+        "same licence, see wikipedia/LICENSE.txt).",
+        {
+            "wikipedia/docword.txt.gz": (
+                "a970720e588051aba71e747ae70def41132c7e80c33902e5c0c2070abc8b4a68"
+            ),
+            "wikipedia/vocab.txt": (
+                "5cfd9d121dd307f54daebc81abaaf889e9fd136ed3bc958a03fef931ac93bfd3"
+            ),
+            "wikipedia/documents.tsv": (
+                "c2bc8889233385292eb9e9a1b1d4576545a66014f28d9fcb161e76e46371b081"
+            ),
+            "wikipedia/LICENSE.txt": (
+                "cf79f4b94847051ef1ef11da4d05e768d9951790f5a1b7770c7ed91aab683431"
+            ),
+        },
+        3512,
+    ),
 }
 
 

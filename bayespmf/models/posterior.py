@@ -262,9 +262,7 @@ def _lc_estimate(model, random_seed):
 
 
 def _lc_initvals(model, point, chains, jitter, rng):
-    return initvals_from_params(
-        model, point, chains=chains, jitter=jitter, random_seed=rng
-    )
+    return initvals_from_params(model, point, chains=chains, jitter=jitter, random_seed=rng)
 
 
 def _lc_rewrite(model, point, initvals, method, nuts_sampler, simplex_transform):

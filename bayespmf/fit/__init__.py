@@ -4,7 +4,11 @@
 EM / SQUAREM-PMF driver; :func:`fit_latent_class` the one public fit function of the
 latent-class PMF (a registry of methods, ``"auto"`` = multi-start maximum likelihood)
 that :class:`~bayespmf.estimators.LatentClassPMF` and ``bayespmf.dask`` call;
-:func:`fit_simplex_nest` the one fit function of the simplex nest (VLAD, GDM, SPA).
+:func:`fit_simplex_nest` the one fit function of the simplex nest (VLAD, GDM, SPA);
+:func:`select_n_vertices` chooses its number of vertices by held-out completion;
+:func:`document_completion_perplexity` and :func:`topic_coherence` judge topics
+(:mod:`bayespmf.fit.topics`); :func:`simplex_frobenius_error` and
+:func:`simplex_volume` are the simplex-nest paper's finance metrics.
 
 The other iterative methods run under the same loop from modules named after them:
 :func:`bayespmf.fit.cnmf.cnmf_opt`, :func:`bayespmf.fit.ctd.ctd`,
@@ -32,7 +36,10 @@ from bayespmf.fit.latent_class import (
 )
 from bayespmf.fit.loop import IterInfo, StepInfo, iterate
 from bayespmf.fit.simplex import SimplexNestFit, fit_simplex_nest
+from bayespmf.fit.simplex_metrics import simplex_frobenius_error, simplex_volume
+from bayespmf.fit.simplex_selection import select_n_vertices
 from bayespmf.fit.standard_errors import standard_errors
+from bayespmf.fit.topics import document_completion_perplexity, topic_coherence
 
 __all__ = [
     "DEFAULT_N_INIT",
@@ -57,5 +64,10 @@ __all__ = [
     "iterate",
     "max_identifiable_rank",
     "run_em",
+    "document_completion_perplexity",
+    "select_n_vertices",
+    "simplex_frobenius_error",
+    "simplex_volume",
     "standard_errors",
+    "topic_coherence",
 ]

@@ -16,12 +16,14 @@ display. Nothing in :mod:`bayespmf.kernels` or :mod:`bayespmf.fit` draws.
 """
 
 from bayespmf.plots.factors import plot_convergence, plot_factors
+from bayespmf.plots.n_vertices import plot_n_vertices
 from bayespmf.plots.posterior import plot_posterior_factors, plot_posterior_trace
 from bayespmf.plots.rank import plot_rank_selection
 from bayespmf.plots.simplex import plot_simplex_estimates
 from bayespmf.plots.tasks import plot_task
 
 __all__ = [
+    "plot_n_vertices",
     "plot_convergence",
     "plot_factors",
     "plot_posterior_factors",

@@ -134,3 +134,39 @@ def test_sample_errors():
         sample_simplex_nest(model, init="vlad")
     with pytest.raises(DataValidationError, match=r"'n_vertices'.*>= 2"):
         simplex_nest_model(X, 1)
+
+
+def test_vector_alpha_hyperprior_starts_from_vlad_and_samples():
+    """alpha='vector': one free alpha per vertex, started at VLAD's vector estimate."""
+    import warnings
+
+    from bayespmf.datasets import make_simplex_nest
+    from bayespmf.estimators.simplex import VLAD
+    from bayespmf.models import sample, simplex_nest_model
+
+    X, _ = make_simplex_nest(
+        400, 2, 3, alpha=[0.5, 1.5, 2.5], sigma=0.1, kernel="gaussian", random_state=0
+    )
+    model = simplex_nest_model(X, 3, alpha="vector")
+    assert model.named_vars_to_dims["alpha"] == ("vertex",)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # VLAD's AsymmetricDirichletWarning
+        vlad = VLAD(3, random_state=0).fit(X)
+    iv = initvals_from_vlad(model, vlad, chains=2, random_seed=0)
+    assert iv[0]["alpha"].shape == (3,)
+    # the starts are VLAD's vector, jittered on the log scale
+    assert np.allclose(np.log(iv[0]["alpha"]), np.log(vlad.alpha_), atol=0.3)
+    idata = sample(
+        model,
+        init=vlad,
+        draws=20,
+        tune=20,
+        chains=1,
+        random_seed=1,
+        progressbar=False,
+        log_likelihood=False,
+    )
+    assert idata.posterior["alpha"].dims == ("chain", "draw", "vertex")
+    assert np.isfinite(idata.posterior["alpha"].values).all()
+    with pytest.raises(DataValidationError, match="'alpha'"):
+        simplex_nest_model(X, 3, alpha="asymmetric")

@@ -100,11 +100,14 @@ def simplex_nest_model(
     n_vertices : int
         ``K``.
     kernel : {"gaussian", "poisson", "multinomial"}, default "gaussian"
-    alpha : float or array_like of shape (K,), optional
+    alpha : float, array_like of shape (K,), "vector" or None, default None
         Fixed Dirichlet concentration: one number (symmetric,
         :math:`\mathrm{Dir}_K(\alpha 1_K)`) or one per vertex (asymmetric,
-        :math:`\mathrm{Dir}_K(\alpha)`); when None, :math:`\alpha \sim
-        \mathrm{LogNormal}(0, 1.5)` (symmetric).
+        :math:`\mathrm{Dir}_K(\alpha)`). When None, :math:`\alpha \sim
+        \mathrm{LogNormal}(0, 1.5)` (symmetric, one free number); ``"vector"``
+        gives every vertex its own :math:`\alpha_k \sim \mathrm{LogNormal}(0, 1.5)`
+        (a hyperprior on a non-symmetric Dirichlet, Yurochkin et al. App. C; dims
+        ``vertex``, started from VLAD's vector estimate).
     topic_concentration : float, default 1.0
         Dirichlet prior concentration of each topic (multinomial kernel only: another
         value with another kernel is refused).
@@ -148,7 +151,15 @@ def simplex_nest_model(
     owner = "simplex_nest_model"
     arr, K = check_nest_data(X, n_vertices, kernel, owner)  # checks 'kernel' first
     kernel = kernel.lower()
-    if alpha is not None:
+    vector_prior = isinstance(alpha, str)
+    if vector_prior and alpha.lower() != "vector":
+        raise DataValidationError(
+            f"'alpha' of {owner} must be a number, one number per vertex, 'vector' (a "
+            f"free alpha per vertex) or None (one free symmetric alpha); got {alpha!r}."
+        )
+    if vector_prior:
+        alpha = None
+    elif alpha is not None:
         alpha = check_alpha(alpha, K, owner)
     topic_concentration = check_float(
         topic_concentration, "topic_concentration", owner=owner, low=0.0, low_open=True
@@ -173,7 +184,9 @@ def simplex_nest_model(
     if coords:
         model_coords.update(coords)
     with pm.Model(coords=model_coords) as model:
-        if alpha is None:
+        if vector_prior:
+            a = pm.LogNormal("alpha", mu=0.0, sigma=ALPHA_PRIOR_SIGMA, dims="vertex")
+        elif alpha is None:
             a = pm.LogNormal("alpha", mu=0.0, sigma=ALPHA_PRIOR_SIGMA)
         else:
             a = alpha
@@ -223,6 +236,7 @@ def simplex_nest_model(
         "kernel": kernel,
         "n_vertices": K,
         "alpha": alpha,
+        "alpha_prior": "vector" if vector_prior else "symmetric",
     }
     return model
 
@@ -268,9 +282,14 @@ def _point_of(init, info: dict, random_seed) -> dict:
     if hasattr(init, "vertices_"):
         point = {"vertices": init.vertices_, "theta": init.transform(X)}
         if getattr(init, "alpha_", None) is not None:
-            # a scalar start for the free (symmetric) alpha, also when VLAD fell back
-            # to a vector alpha
-            point["alpha"] = float(np.mean(init.alpha_))
+            if info.get("alpha_prior") == "vector":  # one start per vertex
+                point["alpha"] = np.broadcast_to(
+                    np.asarray(init.alpha_, dtype=float), (K,)
+                ).copy()
+            else:
+                # a scalar start for the free (symmetric) alpha, also when VLAD fell
+                # back to a vector alpha
+                point["alpha"] = float(np.mean(init.alpha_))
         if getattr(init, "sigma_", None):
             point["sigma"] = init.sigma_
     elif isinstance(init, dict) and "vertices" in init:
@@ -345,7 +364,7 @@ def initvals_from_vlad(
     chains = check_int(chains, "chains", owner="initvals_from_vlad", low=1)
     seed = int(rng.integers(2**31 - 1))
     point = _point_of(init, info, seed)
-    X, kernel = info["X"], info["kernel"]
+    X, kernel, K = info["X"], info["kernel"], info["n_vertices"]
     V, theta = point["vertices"], clip_simplex(point["theta"], 1)
     if kernel == "multinomial":
         V = clip_simplex(V, 1)
@@ -367,7 +386,11 @@ def initvals_from_vlad(
         else:
             d["vertices"] = jitter_simplex(V, 1, jitter, rng)
         if "alpha" in free:
-            d["alpha"] = float(point.get("alpha", 1.0)) * float(np.exp(z(())))
+            shape = (K,) if info.get("alpha_prior") == "vector" else ()
+            a0 = np.broadcast_to(np.asarray(point.get("alpha", 1.0), dtype=float), shape)
+            d["alpha"] = np.maximum(a0, INIT_CLIP) * np.exp(z(shape))
+            if not shape:
+                d["alpha"] = float(d["alpha"])
         if "sigma" in free:
             resid = float(point.get("sigma") or X.std())
             d["sigma"] = max(resid, 1e-6) * float(np.exp(z(())))

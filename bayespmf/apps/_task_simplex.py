@@ -33,6 +33,7 @@ import pandas as pd
 from scipy import sparse
 
 from bayespmf._validation import DataValidationError, check_random_state
+from bayespmf.fit.recorded import call_recording_warnings
 from bayespmf.fit.simplex import SIMPLEX_METHODS, check_nest_data
 from bayespmf.kernels.vlad_geometry import KERNELS
 
@@ -274,15 +275,14 @@ def run_simplex(spec, stage, metrics: dict, written: list, step, say) -> dict:
     with step(f"fitting {', '.join(s['methods'])} with K = {K}"):
         for method in s["methods"]:
             t0 = time.perf_counter()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                fit = fit_simplex_nest(
-                    train,
-                    K,
-                    method,
-                    kernel=kernel,
-                    random_state=None if method == "spa" else seed,
-                )
+            fit, caught = call_recording_warnings(
+                fit_simplex_nest,
+                train,
+                K,
+                method,
+                kernel=kernel,
+                random_state=None if method == "spa" else seed,
+            )
             seconds = time.perf_counter() - t0
             fits[method] = fit
             alpha = fit.details.get("alpha")

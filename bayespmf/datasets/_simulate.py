@@ -27,6 +27,7 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.data import MISSING, CategoricalData
+from bayespmf.fit.source import float_array
 from bayespmf.pmf import LatentClassParams
 
 __all__ = [
@@ -199,13 +200,8 @@ def _check_weights_prior(weights_prior, rank: int):
         return check_choice(
             weights_prior, "weights_prior", _WEIGHTS_PRIORS, "make_latent_class"
         )
-    try:
-        w = np.array(weights_prior, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise DataValidationError(
-            f"'weights_prior' must be a prior's name or {rank} weights; got "
-            f"{weights_prior!r}."
-        ) from err
+    need = f"a prior's name or {rank} weights"
+    w = float_array(weights_prior, "weights_prior", "make_latent_class", need)
     if w.shape != (rank,) or not np.all(np.isfinite(w)) or np.any(w < 0):
         raise DataValidationError(
             "'weights_prior' must be one of "

@@ -54,6 +54,7 @@ from bayespmf.fit.multistart import (  # re-exported: part of this module's API
     rows_start,
     warn_optima,
 )
+from bayespmf.fit.recorded import call_recording_warnings
 from bayespmf.fit.source import (  # re-exported: part of this module's API
     InMemorySource,
     as_source,
@@ -536,17 +537,16 @@ def fit_from_starts(
     fit : LatentClassFit
     unconverged : bool
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit = fit_latent_class(
-            codes,
-            rank,
-            n_categories=n_categories,
-            init=[tuple(s) for s in starts],
-            random_state=random_state,
-            sample_weight=sample_weight,
-            tol=tol,
-            owner=owner,
-        )
+    fit, caught = call_recording_warnings(
+        fit_latent_class,
+        codes,
+        rank,
+        n_categories=n_categories,
+        init=[tuple(s) for s in starts],
+        random_state=random_state,
+        sample_weight=sample_weight,
+        tol=tol,
+        owner=owner,
+    )
     unconverged = any(issubclass(c.category, ConvergenceWarning) for c in caught)
     return fit, unconverged

@@ -26,9 +26,9 @@ from bayespmf._validation import (
     check_int,
     check_random_state,
 )
+from bayespmf.fit.source import float_array
 from bayespmf.kernels.extension_table import extension_gamma_fn, extension_parameter
 from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, DEFAULT_N_INIT, kmeans
-from bayespmf.kernels.kmeans_sparse import kmeans_sparse
 from bayespmf.kernels.simplex import project_simplex
 from bayespmf.kernels.spa import spa, spa_centered_rows
 from bayespmf.kernels.vlad_asymmetric import (
@@ -67,6 +67,7 @@ __all__ = [
     "check_nest_data",
     "check_rows",
     "constrain_vertices",
+    "csr_copy",
     "fit_simplex_nest",
 ]
 
@@ -107,13 +108,8 @@ def check_alpha(alpha, n_vertices: int, owner: str) -> float | np.ndarray:
     """
     if np.ndim(alpha) == 0:
         return check_float(alpha, "alpha", owner=owner, low=0.0, low_open=True)
-    try:
-        a = np.asarray(alpha, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise DataValidationError(
-            f"The 'alpha' parameter of {owner} must be a positive number or a vector of "
-            f"n_vertices={n_vertices} positive numbers; could not convert it: {err}"
-        ) from err
+    need = f"a positive number or a vector of n_vertices={n_vertices} positive numbers"
+    a = float_array(alpha, "alpha", owner, need)
     if a.ndim != 1 or a.size != n_vertices:
         raise DataValidationError(
             f"The 'alpha' parameter of {owner} must be a positive number or a vector of "
@@ -203,14 +199,7 @@ def _check_sparse_rows(X, owner: str):
             f"'X' of {owner} must be a 2-D sparse matrix (n_samples, n_features); got "
             f"shape {X.shape}."
         )
-    try:
-        arr = sparse.csr_matrix(X, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as err:
-        raise DataValidationError(
-            f"'X' of {owner} must be a numeric sparse matrix (n_samples, n_features); "
-            f"could not convert it: {err}"
-        ) from err
-    arr.sum_duplicates()
+    arr = csr_copy(X, owner, "a numeric sparse matrix (n_samples, n_features)")
     for axis, what in enumerate(("sample", "feature")):
         if arr.shape[axis] == 0:
             raise DataValidationError(
@@ -223,6 +212,43 @@ def _check_sparse_rows(X, owner: str):
             f"({int(np.sum(~np.isfinite(arr.data)))} entries). Drop or impute them first."
         )
     return arr
+
+
+def csr_copy(X, owner: str, need: str) -> sparse.csr_matrix:
+    """``X`` as a new float64 CSR matrix, duplicate entries summed, or an error.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix or array_like
+    owner : str
+        The function or class ``X`` was passed to (named in the error).
+    need : str
+        What ``X`` must be (the error's wording).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        A copy: the caller's matrix is never changed.
+
+    Raises
+    ------
+    DataValidationError
+        ``X`` cannot be converted to a float64 CSR matrix.
+
+    Examples
+    --------
+    >>> M = csr_copy(sparse.coo_matrix(([1, 2], ([0, 0], [1, 1]))), "f", "counts")
+    >>> M.format, M.toarray().tolist()
+    ('csr', [[0.0, 3.0]])
+    """
+    try:
+        M = sparse.csr_matrix(X, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as err:
+        raise DataValidationError(
+            f"'X' of {owner} must be {need}; could not convert it: {err}"
+        ) from err
+    M.sum_duplicates()
+    return M
 
 
 def _first_entry(arr, mask):
@@ -630,16 +656,9 @@ def _fit_gdm(arr, K, kernel, alpha, n_init, max_iter, random_state):
                 "VLAD(alpha=[...]) for a vector alpha."
             )
     Y, _ = preprocess(arr, kernel)
-    if sparse.issparse(Y):
-        center = np.asarray(Y.mean(axis=0)).ravel()
-        centroids, labels, _ = kmeans_sparse(
-            Y, K, n_init=n_init, max_iter=max_iter, random_state=rng
-        )
-    else:
-        center = Y.mean(axis=0)
-        centroids, labels, _ = kmeans(
-            Y, K, n_init=n_init, max_iter=max_iter, random_state=rng
-        )
+    center = np.asarray(Y.mean(axis=0)).ravel()
+    # sparse rows stay sparse: kmeans runs scikit-learn's sparse k-means on them
+    centroids, labels, _ = kmeans(Y, K, n_init=n_init, max_iter=max_iter, random_state=rng)
     if alpha is not None:
         ext = np.full(K, float(extension_parameter(alpha, K, random_state=rng)))
     else:

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from bayespmf._validation import DataValidationError
+from bayespmf.fit.source import float_array
 from bayespmf.kernels.vlad_geometry import barycentric_weights
 
 __all__ = ["simplex_distances", "simplex_frobenius_error", "simplex_volume"]
@@ -23,15 +24,10 @@ __all__ = ["simplex_distances", "simplex_frobenius_error", "simplex_volume"]
 
 def _as_matrix(x, name: str, owner: str, need: str, shape_ok) -> np.ndarray:
     """``x`` as a new finite 2-D float array whose shape passes ``shape_ok``."""
-    try:
-        A = np.array(x, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise DataValidationError(
-            f"'{name}' of {owner} must be {need}; could not convert it: {err}"
-        ) from err
+    A = float_array(x, name, owner, need)
     if A.ndim != 2 or not shape_ok(A.shape):
         raise DataValidationError(
-            f"'{name}' of {owner} must be {need}; got shape {A.shape}."
+            f"The '{name}' parameter of {owner} must be {need}; got shape {A.shape}."
         )
     if not np.all(np.isfinite(A)):
         raise DataValidationError(

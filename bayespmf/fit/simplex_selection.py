@@ -14,13 +14,12 @@ error has a minimum.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 from scipy import sparse
 
 from bayespmf._validation import DataValidationError, check_int, check_random_state
+from bayespmf.fit.recorded import call_recording_warnings
 from bayespmf.fit.simplex import check_kernel, check_rows, fit_simplex_nest
 from bayespmf.kernels.vlad_geometry import barycentric_weights, preprocess
 
@@ -178,11 +177,15 @@ def select_n_vertices(
         observed[rng.permutation(D)[: D // 2]] = True
         seed = int(rng.integers(2**31))
         for j, K in enumerate(ks):
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                fit = fit_simplex_nest(
-                    arr[train], K, method, kernel=kernel, random_state=seed, **fit_options
-                )
+            fit, caught = call_recording_warnings(
+                fit_simplex_nest,
+                arr[train],
+                K,
+                method,
+                kernel=kernel,
+                random_state=seed,
+                **fit_options,
+            )
             n_warn[j] += len(caught)
             err[j, f], dist2[j, f] = _score_rows(Y, test, fit.vertices, observed)
     mean = err.mean(axis=1)

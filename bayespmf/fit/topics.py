@@ -33,6 +33,7 @@ from bayespmf._validation import (
     check_int,
     check_random_state,
 )
+from bayespmf.fit.simplex import csr_copy
 
 __all__ = [
     "COHERENCE_MEASURES",
@@ -86,14 +87,8 @@ def _check_topics(topics, owner: str) -> np.ndarray:
 
 
 def _check_docs(X, n_words: int | None, owner: str) -> sparse.csr_matrix:
-    try:
-        M = sparse.csr_matrix(X, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as err:
-        raise DataValidationError(
-            f"'X' of {owner} must be a 2-D array or sparse matrix of word counts "
-            f"(n_documents, n_words); could not convert it: {err}"
-        ) from err
-    M.sum_duplicates()
+    need = "a 2-D array or sparse matrix of word counts (n_documents, n_words)"
+    M = csr_copy(X, owner, need)
     M.eliminate_zeros()
     if not np.all(np.isfinite(M.data)) or np.any(M.data < 0):
         raise DataValidationError(
@@ -260,6 +255,8 @@ def perplexity(topics, theta, X, *, smoothing: float = DEFAULT_SMOOTHING) -> flo
     Returns
     -------
     float
+        The perplexity, >= 1: the exponential of minus the mean log-probability of a
+        word of ``X``.
 
     Examples
     --------
@@ -316,6 +313,8 @@ def document_completion_perplexity(
     Returns
     -------
     float
+        The :func:`perplexity` of the held-out words, the topic weights estimated from
+        the observed ones.
 
     Examples
     --------

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 import numpy as np
+from scipy import sparse
 
 from bayespmf._runtime import n_cpus
 from bayespmf._validation import check_random_state
@@ -59,7 +60,9 @@ def kmeans(
 
     Parameters
     ----------
-    points : ndarray (n, d)
+    points : ndarray or scipy.sparse matrix (n, d)
+        Sparse rows (a GDM of a document-term matrix) are clustered as they are,
+        without densifying them (see the Notes).
     n_clusters : int
     n_init : int
         Restarts from k-means++ seeds; the run of lowest inertia is kept. 0 runs only
@@ -152,10 +155,21 @@ def kmeans(
     of its subspace and the extension table's in ``K`` stay on the per-restart path
     up to ``K = 32``).
 
+    *Sparse rows* (a SciPy sparse matrix, as float64 CSR) take the per-restart path
+    whatever their number of columns: each restart is ``KMeans(n_init=1,
+    random_state=seed)`` on the sparse matrix itself (scikit-learn's sparse Lloyd
+    iterations and k-means++ seeding; the centres are dense ``(n_clusters, d)``), with
+    the same seeds as on dense rows, so the same ``random_state`` gives the labels of
+    the dense rows and their centres up to rounding (scikit-learn centres dense data and
+    not sparse data, which changes the last bits).
+
     Examples
     --------
     >>> pts = np.array([[0.0], [0.1], [5.0], [5.1]])
     >>> c, lab, _ = kmeans(pts, 2, random_state=0)
+    >>> np.sort(c.ravel()).round(2)
+    array([0.05, 5.05])
+    >>> c, lab, _ = kmeans(sparse.csr_matrix(pts), 2, random_state=0)
     >>> np.sort(c.ravel()).round(2)
     array([0.05, 5.05])
     """
@@ -166,14 +180,19 @@ def kmeans(
             f"The 'n_init' parameter of kmeans must be >= 1 when no 'init' is given. "
             f"Got {n_init}. Pass n_init >= 1 or an 'init' array."
         )
-    points = np.asarray(points)
+    is_sparse = sparse.issparse(points)
+    if is_sparse:
+        points = sparse.csr_matrix(points, dtype=np.float64)
+    else:
+        points = np.asarray(points)
     seeds = check_random_state(random_state).integers(2**31 - 1, size=n_init)
     starts: list = [int(seed) for seed in seeds]
     if init is not None:
         starts.append(np.asarray(init))
     workers = max(1, n_workers or n_cpus())
     batched = (
-        points.ndim == 2
+        not is_sparse
+        and points.ndim == 2
         and points.shape[1] >= BATCHED_MIN_FEATURES
         and points.dtype != np.float32
     )

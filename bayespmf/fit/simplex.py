@@ -499,6 +499,15 @@ def fit_simplex_nest(
     return SimplexNestFit(vertices, method, kernel, arr.shape[1], details)
 
 
+#: Why a vector-alpha estimate stopped short, in the fallback warning's words.
+_VECTOR_STATUS = {
+    "stalled": "no Dir(alpha) tried gives the data's cell masses",
+    "singular": "the Dirichlets it was driven to leave the cell weights singular",
+    "max_iter": "the moment equations were still moving at the last iteration",
+    "alpha0_bound": "the total concentration was pushed to the end of its range",
+}
+
+
 def _fit_vlad(arr, K, kernel, alpha_in, n_init, max_iter, whiten, noise_bias, random_state):
     owner = "VLAD"
     if whiten not in WHITEN_OPTIONS:
@@ -607,6 +616,7 @@ def _fit_vlad(arr, K, kernel, alpha_in, n_init, max_iter, whiten, noise_bias, ra
         "gamma": gamma,
         "mass_balance": balance,
         "fallback": fallback,
+        "alpha_vector_status": None if fallback is None else vec.status,
         "symmetric_vertices": symmetric_vertices,
         "inflation": float(rho),
         "alpha_interval": interval,
@@ -634,7 +644,16 @@ def _warn_asymmetric(balance, K, alpha, gamma, vec, given) -> None:
         f"{gamma:.3g}, would misplace the vertices). Fell back to a vector alpha "
         "estimated from the cell masses and the covariance, alpha_ = "
         f"{np.array2string(vec.alpha, precision=3, separator=', ')} (mass misfit "
-        f"{vec.mass_misfit:.3f}, log-trace misfit {vec.cov_misfit:+.3f}), and vertices "
+        f"{vec.mass_misfit:.3f}, log-trace misfit {vec.cov_misfit:+.3f}"
+        + (
+            ""
+            if vec.converged
+            else f"; NOT CONVERGED ({vec.status} after {vec.n_iter} evaluations: "
+            f"{_VECTOR_STATUS.get(vec.status, vec.status)}), so these vertices are "
+            "not a Dirichlet-nest estimate: the data may not be a Dirichlet nest, or "
+            "K is wrong"
+        )
+        + "), and vertices "
         "V(alpha)^-1 C (fallback_='vector_alpha'; the symmetric fit is in "
         "symmetric_vertices_). Pass alpha=[...] (one value per vertex) if you know it, "
         "and compare with GDM.",

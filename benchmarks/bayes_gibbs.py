@@ -12,9 +12,9 @@ factors, and that ESS per second. Run::
     python benchmarks/bayes_gibbs.py --n-sweeps 1 2 4 8 --nuts-draws 0
 
 ``--n-sweeps`` runs the Gibbs step once per value of its ``n_sweeps`` (sweeps per
-recorded draw; ``sample`` does not pass it yet, so the script sets the step's default,
-``bayespmf.models.gibbs.DEFAULT_SWEEPS``, for each run); the ratio row compares the
-best of them with NUTS. ``--nuts-draws 0`` skips NUTS.
+recorded draw, passed as ``sample(..., n_sweeps=k)``; 0: the step's default,
+``bayespmf.models.gibbs.default_sweeps``, 8 on Car); the ratio row compares the best
+of them with NUTS. ``--nuts-draws 0`` skips NUTS.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import warnings
 
 import arviz as az
 
-import bayespmf.models.gibbs as gibbs_module
 from bayespmf.datasets import load_car
 from bayespmf.estimators import LatentClassPMF
 from bayespmf.models import latent_class_model, sample
@@ -40,6 +39,29 @@ def summary(idata) -> dict:
     return {"r_hat": rhat, "ess_bulk": ess, "seconds": seconds, "ess_per_s": ess / seconds}
 
 
+def run_sample(model, point, method, *, draws, tune, chains, seed, **kw):
+    """One ``sample`` call from ``point``, warnings off, no log-likelihood group.
+
+    Returns its :func:`summary` and the posterior; ``kw`` go to ``sample``
+    (``nuts_sampler``, ``n_sweeps``).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = sample(
+            model,
+            init=point,
+            method=method,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            random_seed=seed,
+            progressbar=False,
+            log_likelihood=False,
+            **kw,
+        )
+    return summary(idata), idata
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rank", type=int, default=4)
@@ -53,8 +75,8 @@ def main():
         "--n-sweeps",
         type=int,
         nargs="+",
-        default=[gibbs_module.DEFAULT_SWEEPS],
-        help="Gibbs sweeps per recorded draw, one run per value",
+        default=[0],
+        help="Gibbs sweeps per recorded draw, one run per value (0: the default)",
     )
     args = ap.parse_args()
     data = load_car().data
@@ -73,30 +95,25 @@ def main():
         if args.nuts_draws > 0:
             runs["nuts-pymc"] = ("nuts", args.nuts_draws, args.nuts_tune, None)
         for k in args.n_sweeps:
-            runs[f"gibbs x{k}"] = ("gibbs", args.gibbs_draws, args.gibbs_tune, k)
+            runs[f"gibbs x{k or 'auto'}"] = ("gibbs", args.gibbs_draws, args.gibbs_tune, k)
         out = {}
-        default = gibbs_module.DEFAULT_SWEEPS
         for label, (method, draws, tune, k) in runs.items():
-            gibbs_module.DEFAULT_SWEEPS = default if k is None else k
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                idata = sample(
-                    model,
-                    init=point,
-                    method=method,
-                    draws=draws,
-                    tune=tune,
-                    chains=args.chains,
-                    random_seed=seed,
-                    progressbar=False,
-                    log_likelihood=False,
-                )
-            out[label] = s = summary(idata)
+            extra = {"n_sweeps": k} if k else {}
+            s, _ = run_sample(
+                model,
+                point,
+                method,
+                draws=draws,
+                tune=tune,
+                chains=args.chains,
+                seed=seed,
+                **extra,
+            )
+            out[label] = s
             print(
                 f"{seed:>4} {label:>10} {f'{tune}+{draws}':>12} {s['seconds']:7.1f} "
                 f"{s['r_hat']:6.3f} {s['ess_bulk']:9.0f} {s['ess_per_s']:7.1f}"
             )
-        gibbs_module.DEFAULT_SWEEPS = default
         if "nuts-pymc" not in out:
             continue
         best = max(v["ess_per_s"] for k, v in out.items() if k.startswith("gibbs"))

@@ -28,13 +28,17 @@ NUM = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 #: script -> (arguments after ``--quick``, module it needs beyond the core or None,
 #: a regular expression its standard output must match).
 QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
+    "bayes_gibbs_regression.py": ([], None, rf"^\s+0\s+ratio\s+{NUM}x$"),
     "bayes_gibbs_sbc.py": ([], None, rf"^\s+pooled(?:\s+\d+){{5}}\s+{NUM}\s+{NUM}$"),
+    "bayes_scale.py": ([], None, rf"^scale\s+S=2e\+04\s+gibbs\s+4x\(20\+100\)\s+{NUM}"),
     "bench_em_step.py": ([], None, rf"ratio default / SciPy: {NUM}"),
     "bench_marginals.py": ([], None, rf"pairwise_marginals\s+{NUM} ms"),
     "bench_wide.py": ([], None, rf"^\s+400\s+{NUM}\s+{NUM}\s+{NUM}"),
     "cnmf_tables.py": ([], None, rf"^\| CNMF-SPA \| {NUM} ± {NUM} \| 0\.0669 \|"),
     "dask_scaling.py": ([], "dask", rf"^\|\s+20,000 \| dask\s+\| marginals\s+\|\s+{NUM}"),
     "dsn_figures.py": ([], None, rf"^\s+1500 \|\s+{NUM}\s+{NUM}s \|"),
+    "dsn_finance.py": ([], None, rf"^VLAD\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"),
+    "dsn_text.py": ([], None, rf"^\s+5 VLAD\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"),
     "jax_data.py": ([], "jax", rf"^\| 500 \| .* \| {NUM} \| {NUM} \|"),
     "juror_tables.py": ([], None, rf"^SPA\s+{NUM} \[0\.175\]"),
     "lca_covariates.py": ([], "stepmix", rf"^log-likelihood \(ours\)\s+{NUM}\s+{NUM}"),

@@ -266,8 +266,6 @@ def test_refuses_models_that_are_not_plain_latent_class():
     regression = latent_class_model(data, rank=2, covariates=z)
     with pytest.raises(DataValidationError, match="plain latent-class"):
         LatentClassGibbs(model=regression)
-    with pytest.raises(DataValidationError, match="latent-class models only"):
-        sample(regression, method="gibbs", draws=5, tune=0, chains=1)
     potential = latent_class_model(data, rank=2)
     with potential:
         pm.Potential("penalty", -potential["weights"][0])
@@ -354,3 +352,96 @@ def test_simulation_based_calibration():
     wrong = sbc.parse_args(["--reps", "24", "--factor-prior-fit", "10", "--seed", "1000"])
     _, bad_ranks = sbc.sbc(wrong)
     assert sbc.pooled(bad_ranks, wrong.draws, wrong.bins)[2] < 0.001
+
+
+def test_default_sweeps_follow_the_observed_entries():
+    """Without ``n_sweeps`` the step makes ``default_sweeps`` of its patterns' observed
+    entries: 8 on small data, 1 where one sweep covers SWEEP_ENTRIES entries."""
+    from bayespmf.models.gibbs import DEFAULT_SWEEPS, SWEEP_ENTRIES, default_sweeps
+
+    assert default_sweeps(1) == DEFAULT_SWEEPS
+    assert default_sweeps(SWEEP_ENTRIES) == default_sweeps(10 * SWEEP_ENTRIES) == 1
+    assert default_sweeps(SWEEP_ENTRIES // 4) == 4  # ceil(SWEEP_ENTRIES / entries)
+    assert default_sweeps(SWEEP_ENTRIES // 3 + 1) == 3
+    codes, _, _ = _toy()
+    step = LatentClassGibbs(model=latent_class_model(codes, 2, n_categories=N_CAT))
+    assert step.n_sweeps == DEFAULT_SWEEPS  # 40 rows: far below SWEEP_ENTRIES
+    rng = np.random.default_rng(0)
+    big = np.column_stack([rng.integers(0, 3, size=SWEEP_ENTRIES) for _ in range(2)])
+    step = LatentClassGibbs(model=latent_class_model(big, 2, n_categories=[3, 3]))
+    # 9 unique patterns of 2 entries: the patterns' entries count, not the rows'
+    assert step._indices.size == 18 and step.n_sweeps == DEFAULT_SWEEPS
+
+
+def test_simplex_maps_match_the_value_transforms():
+    """The NumPy maps of PyMC's simplex transform agree with the transform's graph
+    (and the compiled fallback runs for another transform)."""
+    from bayespmf.models.gibbs import _simplex_maps
+
+    codes, _, _ = _toy()
+    model = latent_class_model(codes, 3, n_categories=N_CAT)
+    rvs = [model["weights"], *[model[f"A_x{n}"] for n in range(3)]]
+    values = [model.rvs_to_values[rv] for rv in rvs]
+    to_log, to_value = _simplex_maps(model, rvs, values)
+    rng = np.random.default_rng(1)
+    point = {v.name: rng.normal(size=model.initial_point()[v.name].shape) for v in values}
+    logs = to_log(*[point[v.name] for v in values])
+    for rv, value, log_x in zip(rvs, values, logs, strict=True):
+        transform = model.rvs_to_transforms[rv]
+        x = transform.backward(point[value.name]).eval()  # PyMC's own graph
+        np.testing.assert_allclose(np.exp(log_x), x, rtol=1e-12, atol=1e-15)
+        back = transform.forward(x).eval()
+        np.testing.assert_allclose(to_value(log_x)[0], back, rtol=1e-9, atol=1e-12)
+    # without value transforms the compiled fallback: log of the simplex and back
+    from pymc.model.transform.conditioning import remove_value_transforms
+
+    plain = remove_value_transforms(model)
+    plain_rvs = [plain[rv.name] for rv in rvs]
+    plain_values = [plain.rvs_to_values[rv] for rv in plain_rvs]
+    f_log, f_value = _simplex_maps(plain, plain_rvs, plain_values)
+    xs = [np.exp(v) for v in logs]
+    for got, want in zip(f_log(*xs), logs, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    for got, x in zip(f_value(*logs), xs, strict=True):
+        np.testing.assert_allclose(got, x, rtol=1e-12)
+
+
+def test_convergence_summary_names_chains_apart_without_log_likelihood():
+    """Without a log_likelihood group (large data: sample(log_likelihood=False)) the
+    summary still says which chains disagree, on the entry with the worst r-hat, and
+    that chains which only drift are not apart."""
+    import arviz as az
+
+    from bayespmf.models import convergence_summary
+
+    rng = np.random.default_rng(0)
+    w = rng.normal(0.3, 0.01, size=(4, 200, 3))
+    w[2:, :, 1] += 0.2  # chains 2 and 3 sit apart on weights[1]
+    idata = az.from_dict({"posterior": {"weights": w}})
+    problems = " ".join(convergence_summary(idata)["problems"])
+    assert "On weights[1] (worst r-hat)" in problems
+    assert "chains [2, 3] around 0.5" in problems and "chains [0, 1] around 0.3" in problems
+    # means 0.5 sd apart in turn: r-hat high, but no gap of 3 sds between chains
+    near = rng.normal(size=(4, 500, 3)) + 0.5 * np.arange(4)[:, None, None]
+    problems = " ".join(
+        convergence_summary(az.from_dict({"posterior": {"weights": near}}))["problems"]
+    )
+    assert "r-hat above" in problems and "drift slowly" in problems
+
+
+def test_rows_collapse_only_where_many_repeat():
+    """Rows nearly all distinct are kept as rows (counts 1, same order); rows with
+    many repeats become unique patterns whose counts add up to the rows."""
+    from bayespmf.models.gibbs import _few_repeats
+
+    rng = np.random.default_rng(0)
+    distinct = rng.integers(0, 10, size=(500, 12))
+    assert _few_repeats(distinct)
+    repeated = np.vstack([distinct[:100]] * 3)
+    assert not _few_repeats(repeated)
+    step = LatentClassGibbs(model=latent_class_model(distinct, 2, n_categories=[10] * 12))
+    indptr, indices = observed_csr(distinct, [10] * 12)
+    assert np.array_equal(step._indptr, indptr)
+    assert np.array_equal(step._indices, indices) and np.all(step._row_count == 1)
+    step = LatentClassGibbs(model=latent_class_model(repeated, 2, n_categories=[10] * 12))
+    assert step._row_count.size == 100 and step._row_count.sum() == 300

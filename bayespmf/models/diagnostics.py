@@ -53,9 +53,10 @@ def convergence_summary(idata, *, rhat_max: float = 1.01, ess_min: float = 400) 
                 "(longer tune and draws)."
             )
         elif bad:
+            where = "" if levels is not None else _chains_apart(post, table)
             problems.append(
                 f"r-hat above {rhat_max} for {bad}: chains disagree (label switching "
-                "not undone, several modes, or too few draws)."
+                f"not undone, several modes, or too few draws).{where}"
             )
     modes = _chain_modes(idata, levels)
     if modes is not None:
@@ -86,7 +87,16 @@ def _chain_levels(idata):
         v.sum([d for d in v.dims if d not in ("chain", "draw")]).values
         for v in group.data_vars.values()
     )
-    means, sds = ll.mean(axis=1), ll.std(axis=1)
+    return _gap_groups(ll)
+
+
+def _gap_groups(x):
+    """``(groups, means, pooled_sd)`` of the chains of ``x`` (chain, draw).
+
+    Chains sorted by their means; a gap of more than ``MODE_GAP_SDS`` pooled
+    within-chain sds starts a new group.
+    """
+    means, sds = x.mean(axis=1), x.std(axis=1)
     pooled = float(np.sqrt(np.mean(sds**2)))
     order = np.argsort(-means)
     groups = [[int(order[0])]]
@@ -118,4 +128,38 @@ def _chain_modes(idata, levels=None) -> str | None:
         f"{pooled:.3g}).{origin} The posterior is multimodal: report the modes "
         "separately (select chains) or sample longer; averages over all chains mix "
         "them."
+    )
+
+
+def _chains_apart(post, table) -> str:
+    """Which chains disagree, in words, from the draws alone (no log-likelihood group).
+
+    The entry with the worst r-hat: its chains grouped by their means (a gap of more
+    than ``MODE_GAP_SDS`` pooled within-chain sds starts a new group).
+    """
+    var = str(table["r_hat_max"].idxmax())
+    draws = post[var]
+    rhat = az.rhat(post[[var]])[var]
+    flat = int(np.nanargmax(np.asarray(rhat.values, dtype=float).ravel()))
+    index = np.unravel_index(flat, rhat.shape) if rhat.ndim else ()
+    entry = draws.isel(dict(zip(rhat.dims, index, strict=True))).values  # (chain, draw)
+    groups, means, pooled = _gap_groups(entry)
+    label = var + (str(list(map(int, index))) if index else "")
+    if len(groups) == 1:
+        return (
+            f" On {label} (worst r-hat) the chains' means are within "
+            f"{MODE_GAP_SDS:g} within-chain sds ({pooled:.3g}) of each other: they "
+            "drift slowly rather than sit apart; draw more."
+        )
+    parts = [f"chains {sorted(g)} around {means[g].mean():.4g}" for g in groups]
+    started = post.attrs.get("chain_start_optimum")
+    origin = (
+        f" The chains started at optima {list(started)} of the multi-start fit."
+        if started is not None
+        else ""
+    )
+    return (
+        f" On {label} (worst r-hat): {'; '.join(parts)} (within-chain sd "
+        f"{pooled:.3g}).{origin} Without a log_likelihood group (sample(..., "
+        "log_likelihood=True)) modes cannot be told from slow mixing by their fit."
     )

@@ -1,0 +1,321 @@
+"""The posterior at scale (issue 25): the Gibbs step side by side with NUTS, per row.
+
+Rows (``--rows``, default all four):
+
+* ``car``: UCI Car, rank 4, 2 chains, one ``LatentClassPMF`` fit per seed as the start
+  of every sampler; bulk ESS per second of Gibbs (500 + 2000 draws) and of NUTS, PyMC's
+  and numpyro's (500 + 500). Goal: Gibbs >= 10x PyMC's NUTS on every seed.
+* ``weak``: the weakly separated simulated case of issue 13 (S=2000, N=15, I=10, F=5,
+  half missing, ``make_latent_class(..., random_state=t)`` for t in 0, 1, 6, as
+  ``benchmarks/bayes_latent_class.py --compare --sim-variables 15``), rank 5, 2 chains
+  started at ``LatentClassPMF(5, random_state=0)``. Goal: aligned r-hat <= 1.01 and
+  bulk ESS >= 400 in <= 60 s on 2 cores, on every truth. ``--weak-init optima``
+  starts the chains at the fit's distinct optima instead (``sample(init="optima")``),
+  ``--weak-sweeps`` sets the sweeps per draw (one Gibbs run per value).
+* ``scale``: S = 1e5 and 1e6 rows (N=20, I=10, F=5, half missing), 4 chains x
+  (200 + 1000) Gibbs draws, ``log_likelihood=False``. Goal at 1e6: <= 10 min on 2
+  cores, memory beyond the data <= 1 GB. The chains start at a fit on the first
+  ``--scale-fit-rows`` rows (20,000). NUTS is not run (one gradient at 1e5 costs
+  about 25 ms and a draw 15-110 of them: hours).
+* ``dask``: 1e7 rows through ``run_dask_row`` of ``benchmarks/_scale_dask.py`` (flat
+  memory); skipped, with the reason printed, where that module is absent.
+
+Per run: wall seconds of ``sample`` (``sampling_time``: compilation included, the
+point estimate not; ``fit s`` is the point estimate), worst aligned r-hat and
+smallest bulk ESS over every entry of the weights and factors, ESS per second and,
+for the ``scale`` rows, the peak memory of the process and its chain processes
+(proportional set size, sampled every 0.2 s) minus the bytes of the data's codes, and
+minus what the process held before ``sample`` ("growth"). Run::
+
+    python benchmarks/bayes_scale.py                       # every row (long)
+    python benchmarks/bayes_scale.py --rows car weak --nuts pymc
+    python benchmarks/bayes_scale.py --rows scale --sizes 1000000
+    python benchmarks/bayes_scale.py --quick               # smoke run, < 2 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import threading
+import time
+
+import numpy as np
+from _common import parse_args_quick
+from bayes_gibbs import run_sample
+
+from bayespmf.datasets import load_car, make_latent_class
+from bayespmf.estimators import LatentClassPMF
+from bayespmf.models import latent_class_model
+
+ROWS = ("car", "weak", "scale", "dask")
+HEADER = (
+    f"{'row':<6} {'case':<16} {'sampler':<12} {'chains x draws':>15} {'fit s':>6} "
+    f"{'s':>7} {'r-hat':>6} {'bulk ESS':>9} {'ESS/s':>8} {'MB>data':>8} {'growth':>7}"
+)
+
+
+class PeakMemory:
+    """Peak memory of this process and its children while the block runs (MB).
+
+    Proportional set size (shared pages split between the processes that share them)
+    where psutil can read it, resident set size otherwise; sampled every 0.2 s.
+    """
+
+    def __init__(self):
+        self.peak = self.before = 0.0
+        self._stop = threading.Event()
+
+    @staticmethod
+    def now() -> float:
+        try:
+            import psutil
+        except ImportError:  # only this process's own high-water mark
+            import resource
+
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        me = psutil.Process(os.getpid())
+        total = 0.0
+        for p in [me, *me.children(recursive=True)]:
+            try:
+                info = p.memory_full_info()
+                total += getattr(info, "pss", info.rss)
+            except (psutil.Error, OSError):
+                pass
+        return total / 2**20
+
+    def _poll(self):
+        while not self._stop.wait(0.2):
+            self.peak = max(self.peak, self.now())
+
+    def __enter__(self):
+        self.before = self.peak = self.now()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.now())
+
+
+def show(row, case, sampler, chains, tune, draws, fit_s, s, mem=None, data_mb=0.0):
+    beyond = growth = ""
+    if mem is not None:
+        beyond, growth = f"{mem.peak - data_mb:8.0f}", f"{mem.peak - mem.before:7.0f}"
+    print(
+        f"{row:<6} {case:<16} {sampler:<12} {f'{chains}x({tune}+{draws})':>15} "
+        f"{fit_s:6.1f} {s['seconds']:7.1f} {s['r_hat']:6.3f} {s['ess_bulk']:9.0f} "
+        f"{s['ess_per_s']:8.1f} {beyond:>8} {growth:>7}",
+        flush=True,
+    )
+
+
+def n_init(value):
+    """``n_init`` for LatentClassPMF: the estimator's default where ``value`` is 0."""
+    return {"n_init": value} if value else {}
+
+
+def nuts_samplers(requested):
+    """The requested NUTS backends that are installed (numpyro needs JAX)."""
+    out = []
+    for name in requested:
+        if name == "pymc" or importlib.util.find_spec(name) is not None:
+            out.append(name)
+        else:
+            print(f"# NUTS {name}: not installed, not run")
+    return out
+
+
+def run_one(args, row, model, start, sampler, *, seed, k=None):
+    """Gibbs (``k`` sweeps per draw, None: the default) or one NUTS backend, 2 chains,
+    with the row's draws and tune; the summary (with ``draws``, ``tune``), a label."""
+    gibbs = sampler == "gibbs"
+    kind = "gibbs" if gibbs else "nuts"
+    draws, tune = getattr(args, f"{row}_{kind}_draws"), getattr(args, f"{row}_{kind}_tune")
+    s, _ = run_sample(
+        model,
+        start,
+        kind,
+        nuts_sampler="pymc" if gibbs else sampler,
+        draws=draws,
+        tune=tune,
+        chains=2,
+        seed=seed,
+        **({"n_sweeps": k} if gibbs and k else {}),
+    )
+    label = (f"gibbs x{k}" if k else "gibbs") if gibbs else f"nuts-{sampler}"
+    return {**s, "draws": draws, "tune": tune}, label
+
+
+def row_car(args):
+    data = load_car().data
+    model = latent_class_model(data, 4)
+    for seed in args.car_seeds:
+        t0 = time.perf_counter()
+        point = LatentClassPMF(4, random_state=seed, **n_init(args.car_n_init)).fit(data)
+        fit_s = time.perf_counter() - t0
+        case = f"Car F=4 seed {seed}"
+        out = {}
+        for sampler in ["gibbs", *nuts_samplers(args.nuts)]:
+            s, label = run_one(args, "car", model, point, sampler, seed=seed)
+            out[label] = s["ess_per_s"]
+            show("car", case, label, 2, s["tune"], s["draws"], fit_s, s)
+        for label in out:
+            if label != "gibbs":
+                ratio = out["gibbs"] / out[label]
+                print(f"{'car':<6} {case:<16} gibbs / {label}: {ratio:.1f}x (goal >= 10x)")
+
+
+def row_weak(args):
+    for truth_seed in args.weak_truths:
+        data, _ = make_latent_class(
+            args.weak_rows,
+            10,
+            5,
+            0.5,
+            n_variables=15,
+            drop_empty_rows=True,
+            random_state=truth_seed,
+        )
+        model = latent_class_model(data, 5)
+        t0 = time.perf_counter()
+        point = LatentClassPMF(5, random_state=0, **n_init(args.weak_n_init)).fit(data)
+        fit_s = time.perf_counter() - t0
+        case = f"S={args.weak_rows} truth {truth_seed}"
+        runs = [("gibbs", k, init) for init in args.weak_init for k in args.weak_sweeps]
+        runs += [(name, None, "auto") for name in nuts_samplers(args.weak_nuts)]
+        for sampler, k, init in runs:
+            start = ("optima", point) if init == "optima" else point
+            s, label = run_one(args, "weak", model, start, sampler, seed=truth_seed, k=k)
+            if init == "optima":
+                label += " opt"
+            show("weak", case, label, 2, s["tune"], s["draws"], fit_s, s)
+            met = s["r_hat"] <= 1.01 and s["ess_bulk"] >= 400 and s["seconds"] <= 60
+            print(f"{'weak':<6} {case:<16} {label}: goal met: {'yes' if met else 'no'}")
+
+
+def row_scale(args):
+    for n_rows in args.sizes:
+        data, _ = make_latent_class(
+            n_rows, 10, 5, 0.5, n_variables=20, drop_empty_rows=True, random_state=0
+        )
+        data_mb = np.asarray(data.codes).nbytes / 2**20
+        t0 = time.perf_counter()
+        # the start: a fit on the first rows (a fit on all 1e5 rows took 12 min)
+        head = data[: min(n_rows, args.scale_fit_rows)]
+        point = LatentClassPMF(5, random_state=0, n_init=args.scale_n_init).fit(head)
+        fit_s = time.perf_counter() - t0
+        model = latent_class_model(data, 5)
+        with PeakMemory() as mem:
+            s, _ = run_sample(
+                model,
+                point,
+                "gibbs",
+                draws=args.scale_draws,
+                tune=args.scale_tune,
+                chains=4,
+                seed=0,
+            )
+        show(
+            "scale",
+            f"S={n_rows:.0e}",
+            "gibbs",
+            4,
+            args.scale_tune,
+            args.scale_draws,
+            fit_s,
+            s,
+            mem,
+            data_mb,
+        )
+        print(
+            f"{'scale':<6} S={n_rows:.0e}: data {data_mb:.0f} MB, peak {mem.peak:.0f} MB "
+            f"(process and chain processes), before sample {mem.before:.0f} MB; "
+            "NUTS not run (hours at 1e5)"
+        )
+
+
+def row_dask(args):
+    try:
+        from _scale_dask import run_dask_row
+    except ImportError as err:
+        print(f"{'dask':<6} skipped: benchmarks/_scale_dask.py run_dask_row absent ({err})")
+        return
+    r = run_dask_row(
+        args.dask_rows, chains=4, draws=args.dask_draws, seed=0, quick=args.quick
+    )
+    print(
+        f"{'dask':<6} {f'S={args.dask_rows:.0e}':<16} {'gibbs-dask':<12} "
+        f"{f'4x{args.dask_draws}':>15} {'':>6} {r['seconds']:7.1f} "
+        f"{r['rhat_max']:6.3f} {r['ess_bulk_min']:9.0f} "
+        f"{r['ess_bulk_min'] / r['seconds']:8.1f} {r['peak_rss_mb']:8.0f} (peak RSS MB)",
+        flush=True,
+    )
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS))
+    ap.add_argument("--nuts", nargs="*", default=["pymc", "numpyro"], help="car row")
+    ap.add_argument("--car-seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--car-gibbs-draws", type=int, default=2000)
+    ap.add_argument("--car-gibbs-tune", type=int, default=500)
+    ap.add_argument("--car-nuts-draws", type=int, default=500)
+    ap.add_argument("--car-nuts-tune", type=int, default=500)
+    ap.add_argument("--car-n-init", type=int, default=0, help="0: the fit's default")
+    ap.add_argument("--weak-n-init", type=int, default=0, help="0: the fit's default")
+    ap.add_argument("--weak-truths", type=int, nargs="+", default=[0, 1, 6])
+    ap.add_argument("--weak-rows", type=int, default=2000)
+    ap.add_argument("--weak-nuts", nargs="*", default=["numpyro"])
+    ap.add_argument("--weak-init", nargs="+", choices=["auto", "optima"], default=["auto"])
+    ap.add_argument(
+        "--weak-sweeps", type=int, nargs="+", default=[0], help="0: the default"
+    )
+    ap.add_argument("--weak-gibbs-draws", type=int, default=2000)
+    ap.add_argument("--weak-gibbs-tune", type=int, default=500)
+    ap.add_argument("--weak-nuts-draws", type=int, default=2000)
+    ap.add_argument("--weak-nuts-tune", type=int, default=1000)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--scale-draws", type=int, default=1000)
+    ap.add_argument("--scale-tune", type=int, default=200)
+    ap.add_argument("--scale-n-init", type=int, default=4, help="starts of the fit")
+    ap.add_argument("--scale-fit-rows", type=int, default=20_000, help="rows it fits")
+    ap.add_argument("--dask-rows", type=int, default=10_000_000)
+    ap.add_argument("--dask-draws", type=int, default=1000)
+    args = parse_args_quick(
+        ap,
+        argv,
+        car_seeds=[0],
+        car_n_init=10,
+        weak_n_init=10,
+        car_gibbs_draws=300,
+        car_gibbs_tune=100,
+        car_nuts_draws=30,
+        car_nuts_tune=30,
+        nuts=["pymc"],
+        weak_truths=[0],
+        weak_nuts=[],
+        weak_gibbs_draws=300,
+        weak_gibbs_tune=100,
+        sizes=[20_000],
+        scale_draws=100,
+        scale_tune=20,
+        scale_n_init=1,
+        dask_rows=100_000,
+        dask_draws=50,
+    )
+    print(
+        "seconds: sample's sampling_time (compilation included, point estimate not: "
+        "'fit s'); r-hat, bulk ESS aligned, worst over every entry; MB>data: peak "
+        "memory minus the data's codes; growth: peak minus the memory before sample"
+    )
+    print(HEADER)
+    for row in args.rows:
+        {"car": row_car, "weak": row_weak, "scale": row_scale, "dask": row_dask}[row](args)
+
+
+if __name__ == "__main__":
+    main()

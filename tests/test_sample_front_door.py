@@ -108,3 +108,23 @@ def test_the_aliases_default_to_what_sample_defaults_to():
         if p.kind is p.KEYWORD_ONLY and name not in ("rank", "init")
     }
     assert options == SAMPLE_DEFAULTS
+
+
+def test_log_likelihood_auto_skips_a_group_too_large_with_a_warning(families, monkeypatch):
+    """``log_likelihood="auto"`` (the default) skips the group above the size cap."""
+    from bayespmf.models import _families
+    from bayespmf.models._families import log_likelihood_bytes
+
+    model = families["latent_class"]
+    assert log_likelihood_bytes(model, 2, 15) == 8 * 2 * 15 * 80
+    opts = dict(OPTIONS, method="gibbs", chains=1, cores=1)
+    opts.pop("tune")
+    monkeypatch.setattr(_families, "LOG_LIKELIHOOD_MAX_BYTES", 8 * 15 * 80 - 1)
+    with pytest.warns(UserWarning, match=r"log_likelihood group was not computed"):
+        idata = sample(model, tune=5, **opts)
+    assert "log_likelihood" not in idata.children
+    assert "log_likelihood" in sample(model, tune=5, log_likelihood=True, **opts).children
+    monkeypatch.setattr(_families, "LOG_LIKELIHOOD_MAX_BYTES", 8 * 15 * 80)
+    assert "log_likelihood" in sample(model, tune=5, **opts).children
+    with pytest.raises(DataValidationError, match="'log_likelihood'"):
+        sample(model, log_likelihood="yes", **opts)

@@ -12,6 +12,7 @@ sampler call and the log-likelihood group.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -22,7 +23,19 @@ from bayespmf._validation import DataValidationError
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
 from bayespmf.models._start import INIT_JITTER
 
-__all__ = ["SAMPLE_DEFAULTS", "Family", "sample_alias", "sample_family"]
+__all__ = [
+    "LOG_LIKELIHOOD_MAX_BYTES",
+    "SAMPLE_DEFAULTS",
+    "Family",
+    "log_likelihood_bytes",
+    "sample_alias",
+    "sample_family",
+]
+
+#: Largest ``log_likelihood`` group (float64 bytes: chains x draws x rows) that
+#: ``sample(log_likelihood="auto")`` computes; above it the group is skipped with a
+#: warning (at 1e6 rows, 4 chains x 1000 draws it would be 32 GB).
+LOG_LIKELIHOOD_MAX_BYTES = 2**30
 
 #: The defaults of :func:`bayespmf.models.sample`'s options (the old per-family
 #: aliases fill in what they are not given from here; a test checks that ``sample``'s
@@ -36,7 +49,7 @@ SAMPLE_DEFAULTS = {
     "random_seed": None,
     "progressbar": True,
     "align": True,
-    "log_likelihood": True,
+    "log_likelihood": "auto",
     "advi_iterations": 20000,
     "simplex_transform": None,
 }
@@ -106,7 +119,7 @@ def sample_family(
     random_seed,
     progressbar: bool,
     align: bool,
-    log_likelihood: bool,
+    log_likelihood: bool | str,
     advi_iterations: int,
     simplex_transform: str | None,
     jitter: float = INIT_JITTER,
@@ -129,6 +142,11 @@ def sample_family(
             f"{family.method_error.format(owner=owner)}; got method={method!r}{note}."
         )
     draws, tune, chains = check_sampler_args(method, draws, tune, chains, owner)
+    if not (isinstance(log_likelihood, bool) or log_likelihood == "auto"):
+        raise DataValidationError(
+            f"The 'log_likelihood' parameter of {owner} must be True, False or 'auto'; "
+            f"got {log_likelihood!r}."
+        )
     if family.simplex_transforms:
         simplex_transform = simplex_transform or family.simplex_transforms[0]
         if simplex_transform not in family.simplex_transforms:
@@ -188,6 +206,19 @@ def sample_family(
     if undo is not None:
         idata = undo(idata)
     idata = family.finish(idata, model, point, starts, align, random_seed)
+    if log_likelihood == "auto":
+        size = log_likelihood_bytes(model, n_chains, draws)
+        log_likelihood = size <= LOG_LIKELIHOOD_MAX_BYTES
+        if not log_likelihood:
+            warnings.warn(
+                f"{owner}: the log_likelihood group was not computed: it would hold "
+                f"{size / 2**30:.1f} GiB ({n_chains} chains x {draws} draws x the "
+                f"observed rows, float64), above LOG_LIKELIHOOD_MAX_BYTES "
+                f"({LOG_LIKELIHOOD_MAX_BYTES / 2**30:.0f} GiB). Pass log_likelihood=True "
+                "to compute it anyway, or False to silence this.",
+                UserWarning,
+                stacklevel=3,
+            )
     if log_likelihood:  # per row, label-invariant: the same before and after alignment
         pm.compute_log_likelihood(idata, model=model, progressbar=False)
         if family.loglik_rows is not None:
@@ -224,3 +255,26 @@ def _init_mode(family: Family, init, owner: str):
             "model pass 'auto', a fitted estimator or None."
         )
     return None, None  # the family's ``point`` refuses it, naming what it takes
+
+
+def log_likelihood_bytes(model, chains: int, draws: int) -> int:
+    """Bytes of the per-row ``log_likelihood`` group of ``chains x draws`` draws.
+
+    One float64 per draw and observed row (the first axis of each observed variable).
+
+    Examples
+    --------
+    >>> with pm.Model() as m:
+    ...     _ = pm.Normal("x", observed=np.zeros((1000, 3)))
+    >>> log_likelihood_bytes(m, 4, 1000)
+    32000000
+    """
+    rows = 0
+    for rv in model.observed_RVs:
+        dims = model.named_vars_to_dims.get(rv.name)
+        if dims and dims[0] in model.dim_lengths:
+            rows += int(model.dim_lengths[dims[0]].eval())
+        else:
+            value = model.rvs_to_values[rv]
+            rows += int(value.shape[0].eval()) if value.ndim else 1
+    return 8 * int(chains) * int(draws) * rows

@@ -76,7 +76,7 @@ def sample(
     random_seed=None,
     progressbar: bool = True,
     align: bool = True,
-    log_likelihood: bool = True,
+    log_likelihood: bool | str = "auto",
     advi_iterations: int = 20000,
     simplex_transform: str | None = None,
     **sample_kwargs,
@@ -132,10 +132,10 @@ def sample(
         (500 + 2000 draws of 8 sweeps each, aligned r-hat <= 1.003) against 5.4, 49,
         98 for PyMC's NUTS (500 + 500; r-hat 1.054, 1.017, 1.012): 40, 2.8 and 1.8
         times. Each recorded draw is ``n_sweeps`` Gibbs sweeps (a keyword of this
-        function with ``method="gibbs"``; default
-        :data:`bayespmf.models.gibbs.DEFAULT_SWEEPS` = 8, the best of 1-32 on Car),
-        so ``pm.sample``'s per-draw cost (1-2 ms) is spread over them (a sweep
-        costs about 0.3 ms there).
+        function with ``method="gibbs"``; by default
+        :func:`bayespmf.models.gibbs.default_sweeps`: 8 on Car, fewer as the observed
+        entries grow, 1 from 1e5 entries on), so ``pm.sample``'s per-draw cost
+        (1-2 ms) is spread over them where a sweep is cheap (about 0.3 ms on Car).
         ``simplex_transform`` does not apply (the draws are the same in any
         coordinates). For a latent-class regression each draw is ``n_sweeps``
         Gibbs sweeps of the factors (every row's labels drawn with its own prior
@@ -169,9 +169,12 @@ def sample(
     align : bool, default True
         Relabel classes draw by draw (see :func:`align_labels`) against the point
         estimate (``init``, or a CNMF-SPA-EM fit when ``init`` is None).
-    log_likelihood : bool, default True
+    log_likelihood : bool or "auto", default "auto"
         Add a ``log_likelihood`` group with the per-row log-likelihood of the
         observed rows ``x`` (``pm.compute_log_likelihood``; for ``az.loo``).
+        ``"auto"`` adds it when it holds at most 1 GiB (chains x draws x rows,
+        float64) and otherwise skips it with a warning that gives the
+        size (at 1e6 rows, 4 x 1000 draws: 32 GB); ``True`` always adds it.
     simplex_transform : {"pivot", "pymc"}, optional
         Latent-class models only; the default is ``"pivot"``.
         The unconstrained coordinates the sampler moves in (the model, and so the

@@ -376,13 +376,13 @@ def test_default_sweeps_follow_the_observed_entries():
 def test_simplex_maps_match_the_value_transforms():
     """The NumPy maps of PyMC's simplex transform agree with the transform's graph
     (and the compiled fallback runs for another transform)."""
-    from bayespmf.models.gibbs import _simplex_maps
+    from bayespmf.models.gibbs import simplex_maps
 
     codes, _, _ = _toy()
     model = latent_class_model(codes, 3, n_categories=N_CAT)
     rvs = [model["weights"], *[model[f"A_x{n}"] for n in range(3)]]
     values = [model.rvs_to_values[rv] for rv in rvs]
-    to_log, to_value = _simplex_maps(model, rvs, values)
+    to_log, to_value = simplex_maps(model, rvs, values)
     rng = np.random.default_rng(1)
     point = {v.name: rng.normal(size=model.initial_point()[v.name].shape) for v in values}
     logs = to_log(*[point[v.name] for v in values])
@@ -398,7 +398,7 @@ def test_simplex_maps_match_the_value_transforms():
     plain = remove_value_transforms(model)
     plain_rvs = [plain[rv.name] for rv in rvs]
     plain_values = [plain.rvs_to_values[rv] for rv in plain_rvs]
-    f_log, f_value = _simplex_maps(plain, plain_rvs, plain_values)
+    f_log, f_value = simplex_maps(plain, plain_rvs, plain_values)
     xs = [np.exp(v) for v in logs]
     for got, want in zip(f_log(*xs), logs, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

@@ -30,16 +30,57 @@ import numpy as np
 from bayespmf._runtime import n_cpus
 from bayespmf.kernels.em_numba import row_log_joint
 
-__all__ = ["BLOCK_ROWS", "draw_class_counts", "draw_conjugate", "draw_dirichlet"]
+__all__ = [
+    "BLOCK_ROWS",
+    "draw_class_counts",
+    "draw_conjugate",
+    "draw_dirichlet",
+    "exp_shifted",
+    "inverse_cdf",
+    "run_blocks",
+    "thread_pool",
+]
 
 #: Rows (patterns) per block: each block has its own seed and its own counts.
 BLOCK_ROWS = 4096
 
 
 @cache
-def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
+def thread_pool(workers: int, pid: int) -> ThreadPoolExecutor:
     """One pool per process (keyed by pid: a forked child makes its own)."""
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bayespmf-gibbs")
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def exp_shifted(buf, rank):  # pragma: no cover - numba
+    """``buf[:rank] = exp(buf - max buf)`` in place; returns their sum.
+
+    All 1 where the max is not finite (a row no class can explain).
+    """
+    m = buf[0]
+    for f in range(1, rank):
+        if buf[f] > m:
+            m = buf[f]
+    z = 0.0
+    for f in range(rank):
+        buf[f] = math.exp(buf[f] - m) if math.isfinite(m) else 1.0
+        z += buf[f]
+    return z
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def inverse_cdf(buf, z, rank):  # pragma: no cover - numba
+    """A class drawn with weights ``buf[:rank]`` (sum ``z``) by one uniform.
+
+    The uniform comes from numba's generator, which the caller seeds.
+    """
+    u = np.random.random() * z  # noqa: NPY002
+    f = 0
+    acc = buf[0]
+    while acc < u and f < rank - 1:
+        f += 1
+        acc += buf[f]
+    return f
 
 
 @numba.njit(cache=True, nogil=True)
@@ -52,22 +93,10 @@ def _draw_block(
     buf = np.empty(rank)
     for s in range(lo, hi):
         row_log_joint(log_w, log_a, indptr, indices, s, buf)
-        m = buf[0]
-        for f in range(1, rank):
-            if buf[f] > m:
-                m = buf[f]
-        z = 0.0
-        for f in range(rank):
-            buf[f] = math.exp(buf[f] - m) if math.isfinite(m) else 1.0
-            z += buf[f]
+        z = exp_shifted(buf, rank)
         c = row_count[s]
         if c == 1:  # one row: inverse CDF of one uniform
-            u = np.random.random() * z  # noqa: NPY002
-            f = 0
-            acc = buf[0]
-            while acc < u and f < rank - 1:
-                f += 1
-                acc += buf[f]
+            f = inverse_cdf(buf, z, rank)
             totals[f] += 1
             for k in range(indptr[s], indptr[s + 1]):
                 counts[indices[k], f] += 1
@@ -159,13 +188,22 @@ def draw_class_counts(
             counts[b],
         )
 
+    run_blocks(run, n_blocks, threads)
+    return totals.sum(axis=0), counts.sum(axis=0)
+
+
+def run_blocks(run, n_blocks: int, threads: int | None) -> None:
+    """``run(b)`` for every block ``b``, on up to ``threads`` threads (default: the CPUs).
+
+    Each block has its own seed and output, so the result does not depend on the
+    threads.
+    """
     workers = min(n_blocks, n_cpus() if threads is None else max(1, int(threads)))
     if workers > 1:
-        list(_pool(workers, os.getpid()).map(run, range(n_blocks)))
+        list(thread_pool(workers, os.getpid()).map(run, range(n_blocks)))
     else:
         for b in range(n_blocks):
             run(b)
-    return totals.sum(axis=0), counts.sum(axis=0)
 
 
 def draw_dirichlet(alpha, rng):

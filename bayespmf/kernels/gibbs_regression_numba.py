@@ -17,25 +17,13 @@ generator), so a seed gives the same counts whatever the number of threads.
 
 from __future__ import annotations
 
-import math
-import os
-from concurrent.futures import ThreadPoolExecutor
-from functools import cache
-
 import numba
 import numpy as np
 
-from bayespmf._runtime import n_cpus
 from bayespmf.kernels.em_numba import row_log_joint
-from bayespmf.kernels.gibbs_numba import BLOCK_ROWS
+from bayespmf.kernels.gibbs_numba import BLOCK_ROWS, exp_shifted, inverse_cdf, run_blocks
 
 __all__ = ["draw_row_class_counts"]
-
-
-@cache
-def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
-    """One pool per process (keyed by pid: a forked child makes its own)."""
-    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bayespmf-lcr")
 
 
 @numba.njit(cache=True, nogil=True)
@@ -47,20 +35,7 @@ def _draw_rows(log_prior, log_a, indptr, indices, lo, hi, seed, counts):  # prag
         if indptr[s] == indptr[s + 1]:
             continue  # nothing observed: its class adds to no count
         row_log_joint(log_prior[s], log_a, indptr, indices, s, buf)
-        m = buf[0]
-        for f in range(1, rank):
-            if buf[f] > m:
-                m = buf[f]
-        z = 0.0
-        for f in range(rank):
-            buf[f] = math.exp(buf[f] - m) if math.isfinite(m) else 1.0
-            z += buf[f]
-        u = np.random.random() * z  # noqa: NPY002 - inverse CDF of one uniform
-        f = 0
-        acc = buf[0]
-        while acc < u and f < rank - 1:
-            f += 1
-            acc += buf[f]
+        f = inverse_cdf(buf, exp_shifted(buf, rank), rank)
         for k in range(indptr[s], indptr[s + 1]):
             counts[indices[k], f] += 1
 
@@ -125,10 +100,5 @@ def draw_row_class_counts(
         lo, hi = b * BLOCK_ROWS, min(n_rows, (b + 1) * BLOCK_ROWS)
         _draw_rows(log_prior, log_a, indptr, indices, lo, hi, seeds[b], counts[b])
 
-    workers = min(n_blocks, n_cpus() if threads is None else max(1, int(threads)))
-    if workers > 1:
-        list(_pool(workers, os.getpid()).map(run, range(n_blocks)))
-    else:
-        for b in range(n_blocks):
-            run(b)
+    run_blocks(run, n_blocks, threads)
     return counts.sum(axis=0)

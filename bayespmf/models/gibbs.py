@@ -35,7 +35,7 @@ from bayespmf.kernels.gibbs_numba import draw_class_counts, draw_conjugate
 from bayespmf.models._names import OBSERVED_NAME
 from bayespmf.pmf import observed_csr
 
-__all__ = ["LatentClassGibbs"]
+__all__ = ["LatentClassGibbs", "default_sweeps", "simplex_maps"]
 
 _FACTOR_PREFIX = "A_"
 _LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
@@ -151,7 +151,7 @@ def _simplex_values(*log_xs):
     return [_simplex_value(x) for x in log_xs]
 
 
-def _simplex_maps(model, rvs, values):
+def simplex_maps(model, rvs, values):
     """Two maps of the simplexes: values -> their log, and log simplexes -> values.
 
     Where every variable has PyMC's ``simplex`` transform (what ``sample`` samples
@@ -294,7 +294,7 @@ class LatentClassGibbs(BlockedStep):
         self._w_prior = w_prior
         self._a_prior = np.ascontiguousarray(np.vstack([a.T for a in a_priors]))
         self._names = [v.name for v in values]
-        self._to_log, self._to_value = _simplex_maps(model, rvs, values)
+        self._to_log, self._to_value = simplex_maps(model, rvs, values)
 
     def _set_rows(self, codes):
         """Collapse the rows' codes (-1 missing) into patterns with counts, as CSR.

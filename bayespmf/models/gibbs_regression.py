@@ -41,7 +41,7 @@ from bayespmf._validation import DataValidationError, check_int
 from bayespmf.kernels.gibbs_numba import draw_conjugate
 from bayespmf.kernels.gibbs_regression_numba import draw_row_class_counts
 from bayespmf.models._names import OBSERVED_NAME
-from bayespmf.models.gibbs import LatentClassGibbs
+from bayespmf.models.gibbs import LatentClassGibbs, simplex_maps
 from bayespmf.pmf import observed_csr
 
 __all__ = ["DEFAULT_FACTOR_SWEEPS", "RegressionFactorGibbs", "gibbs_steps"]
@@ -216,7 +216,7 @@ class RegressionFactorGibbs(BlockedStep):
         self._log_prior = pytensor.function(
             coef_values, pt.broadcast_to(log_prior, (codes.shape[0], rank))
         )
-        self._to_log, self._to_value = _simplex_log_maps(model, factors)
+        self._to_log, self._to_value = simplex_maps(model, factors, values)
 
     @staticmethod
     def competence(var, has_grad):  # noqa: D102 - never assigned automatically
@@ -242,34 +242,6 @@ class RegressionFactorGibbs(BlockedStep):
         for name, value in zip(self._names, self._to_value(*parts), strict=True):
             out[name] = np.asarray(value, dtype=point[name].dtype)
         return out, [{}]
-
-
-def _simplex_log_maps(model, rvs):
-    """Two compiled maps: simplex values -> their log, and log simplexes -> values.
-
-    ``to_log(*values)`` reads the value variables (the model's coordinates) and gives
-    the log of each simplex point; ``to_value(*log_xs)`` goes back through each
-    variable's forward transform (``exp`` for an untransformed one). The same maps as
-    the plain step's (:mod:`bayespmf.models.gibbs`), whose helper is private there.
-    """
-    values = [model.rvs_to_values[rv] for rv in rvs]
-    logs, forwards, log_xs = [], [], []
-    for rv, value in zip(rvs, values, strict=True):
-        transform = model.rvs_to_transforms.get(rv)
-        log_x = pt.tensor(dtype="float64", shape=(None,) * rv.ndim)
-        if transform is None:
-            logs.append(pt.log(value))
-            forwards.append(pt.exp(log_x))
-        else:
-            logs.append(pt.log(transform.backward(value, *rv.owner.inputs)))
-            forwards.append(transform.forward(pt.exp(log_x), *rv.owner.inputs))
-        log_xs.append(log_x)
-    to_log = pytensor.function(values, logs)
-    to_value = pytensor.function(log_xs, forwards)
-    # the step passes float64 arrays of the right shapes: skip PyTensor's checks
-    to_log.trust_input = True
-    to_value.trust_input = True
-    return to_log, to_value
 
 
 def gibbs_steps(model=None, *, threads=None, n_sweeps=None):
@@ -302,11 +274,10 @@ def gibbs_steps(model=None, *, threads=None, n_sweeps=None):
 
     Examples
     --------
-    >>> from bayespmf.models import latent_class_regression_model
-    >>> model = latent_class_regression_model(
-    ...     np.array([[0, 1], [1, 0], [1, 1]]), [[0.0], [1.0], [2.0]], 2,
-    ...     n_categories=[2, 2])
-    >>> with model:
+    >>> from bayespmf.models import latent_class_model
+    >>> codes = np.array([[0, 1], [1, 0], [1, 1]])
+    >>> z = [[0.0], [1.0], [2.0]]
+    >>> with latent_class_model(codes, 2, n_categories=[2, 2], covariates=z):
     ...     steps = gibbs_steps()
     >>> [type(s).__name__ for s in steps]
     ['RegressionFactorGibbs', 'NUTS']

@@ -3,7 +3,7 @@
 The rows (N = 20 variables of 5 categories, rank F = 5, 80 % observed) are never held
 in memory: the ``dask.array`` is built from a generating function per chunk (a
 latent-class sample drawn with the per-chunk generator ``default_rng([seed, chunk])``),
-and :func:`bayespmf.dask_gibbs.sample_gibbs` runs with ``persist=False`` (``--persist``
+and :func:`bayespmf.dask.sample_gibbs` runs with ``persist=False`` (``--persist``
 keeps the chunks' patterns instead), so every sweep regenerates each chunk, draws its
 classes for all chains at once and keeps only the counts. The start is a CNMF-SPA-EM
 fit of the first rows of the first chunk (in memory, timed apart).
@@ -103,7 +103,7 @@ def measure(
     persist: bool = False,
 ) -> dict:
     """Run one size in this process and return its figures."""
-    from bayespmf.dask_gibbs import sample_gibbs
+    from bayespmf.dask import sample_gibbs
     from bayespmf.data import CategoricalData
     from bayespmf.estimators import LatentClassPMF
     from bayespmf.models import convergence_summary

@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -302,3 +305,13 @@ def test_one_based_codes_are_refused():
         DaskCategoricalData.from_dask_array(codes)
     # declared alphabets: no check
     DaskCategoricalData.from_dask_array(codes, [3, 3])
+
+
+def test_importing_the_package_loads_neither_dask_nor_pymc():
+    # bayespmf loads no Dask; bayespmf.dask loads PyMC only when sample_gibbs is used
+    code = (
+        "import sys, bayespmf; assert 'dask' not in sys.modules; "
+        "import bayespmf.dask; assert 'pymc' not in sys.modules, 'pymc'; "
+        "bayespmf.dask.sample_gibbs; assert 'pymc' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,4 +1,4 @@
-"""The Gibbs posterior of chunked data (bayespmf.dask_gibbs.sample_gibbs)."""
+"""The Gibbs posterior of chunked data (bayespmf.dask.gibbs.sample_gibbs)."""
 
 import arviz as az
 import dask
@@ -8,7 +8,7 @@ import pytest
 
 from bayespmf import CategoricalData, DataValidationError
 from bayespmf.dask import DaskCategoricalData
-from bayespmf.dask_gibbs import _patterns, sample_gibbs
+from bayespmf.dask.gibbs import _patterns, sample_gibbs
 from bayespmf.datasets import make_latent_class
 from bayespmf.estimators import LatentClassPMF
 from bayespmf.models import convergence_summary, posterior_params, sample
@@ -237,3 +237,15 @@ def test_bad_data_is_refused(sync):
     )
     with pytest.raises(DataValidationError):
         sample_gibbs(bad, 2, draws=5, **FAST)
+
+
+def test_old_and_package_paths_give_the_same_sampler():
+    import bayespmf.dask
+    import bayespmf.dask_gibbs
+
+    assert bayespmf.dask.sample_gibbs is sample_gibbs
+    assert bayespmf.dask_gibbs.sample_gibbs is sample_gibbs
+    assert bayespmf.dask_gibbs.DEFAULT_SWEEPS == 1
+    assert "sample_gibbs" in dir(bayespmf.dask)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        bayespmf.dask.no_such_name

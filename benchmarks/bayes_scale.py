@@ -218,6 +218,7 @@ def row_scale(args):
                 tune=args.scale_tune,
                 chains=4,
                 seed=0,
+                **({"cores": args.scale_cores} if args.scale_cores else {}),
             )
         show(
             "scale",
@@ -233,7 +234,8 @@ def row_scale(args):
         )
         print(
             f"{'scale':<6} S={n_rows:.0e}: data {data_mb:.0f} MB, peak {mem.peak:.0f} MB "
-            f"(process and chain processes), before sample {mem.before:.0f} MB; "
+            f"(process and chain processes; cores={args.scale_cores or 'PyMC default'}), "
+            f"before sample {mem.before:.0f} MB; "
             "NUTS not run (hours at 1e5)"
         )
 
@@ -283,6 +285,13 @@ def main(argv=None):
     ap.add_argument("--scale-tune", type=int, default=200)
     ap.add_argument("--scale-n-init", type=int, default=4, help="starts of the fit")
     ap.add_argument("--scale-fit-rows", type=int, default=20_000, help="rows it fits")
+    ap.add_argument(
+        "--scale-cores",
+        type=int,
+        default=0,
+        help="pm.sample's cores for the scale rows (0: PyMC's default, one process per "
+        "core; 1: the chains one after another in this process, each sweep on threads)",
+    )
     ap.add_argument("--dask-rows", type=int, default=10_000_000)
     ap.add_argument("--dask-draws", type=int, default=1000)
     args = parse_args_quick(

@@ -180,16 +180,6 @@ def small_posteriors():
     return gibbs, nuts
 
 
-def _summary(idata, name):
-    import arviz as az
-
-    post = idata["posterior"].to_dataset()[[name]]
-    mean = post[name].mean(("chain", "draw")).values
-    sd = post[name].std(("chain", "draw")).values
-    ess = az.ess(post, method="mean")[name].values
-    return mean, sd, ess
-
-
 def test_front_door_groups(small_posteriors):
     gibbs, _ = small_posteriors
     assert gibbs.posterior.attrs["sampling_method"] == "gibbs"
@@ -198,14 +188,14 @@ def test_front_door_groups(small_posteriors):
     assert np.isfinite(gibbs.log_likelihood["x"].values).all()
 
 
-def test_agrees_with_nuts(small_posteriors):
+def test_agrees_with_nuts(small_posteriors, mc_summary):
     """Means within 4 combined MC standard errors (sd / sqrt(ESS) of each sampler, plus
     0.005 for the label alignment); sds within 4 s.e. of an sd (~ sd / sqrt(2 ESS))
     plus 10 %. Every coefficient and every factor entry."""
     gibbs, nuts = small_posteriors
     for name in ("coef", "A_x0", "A_x1", "A_x2"):
-        mg, sg, eg = _summary(gibbs, name)
-        mn, sn, en = _summary(nuts, name)
+        mg, sg, eg = mc_summary(gibbs, name)
+        mn, sn, en = mc_summary(nuts, name)
         assert eg.min() > 100 and en.min() > 100, (name, eg, en)
         se = np.sqrt(sg**2 / eg + sn**2 / en)
         assert np.all(np.abs(mg - mn) <= 4 * se + 0.005), (name, mg, mn, se)

@@ -35,7 +35,7 @@ from bayespmf.kernels.gibbs_numba import draw_class_counts, draw_conjugate
 from bayespmf.models._names import OBSERVED_NAME
 from bayespmf.pmf import observed_csr
 
-__all__ = ["LatentClassGibbs", "default_sweeps", "simplex_maps"]
+__all__ = ["LatentClassGibbs", "bind_step", "default_sweeps", "simplex_maps"]
 
 _FACTOR_PREFIX = "A_"
 _LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
@@ -181,6 +181,25 @@ def simplex_maps(model, rvs, values):
     return to_log, to_value
 
 
+def bind_step(step, model, values, vars, rng, threads, refuse, what: str) -> None:
+    """Set what a Gibbs step shares: its value variables, generator and threads.
+
+    ``vars`` (if given) must be exactly ``values``: the step updates every ``what`` at
+    once, so a subset is refused with ``refuse``'s message.
+    """
+    if vars is not None:
+        given = {model.rvs_to_values.get(v, v) for v in vars}
+        if given != set(values):
+            raise refuse(
+                f"it must update every {what} at once: vars must be "
+                f"{[v.name for v in values]}"
+            )
+    step.vars = values
+    step.blocked = True
+    step.rng = get_random_generator(rng)
+    step.threads = n_cpus() if threads is None else max(1, int(threads))
+
+
 class LatentClassGibbs(BlockedStep):
     r"""Gibbs step of a latent-class model: class labels drawn, then Dirichlets.
 
@@ -273,17 +292,7 @@ class LatentClassGibbs(BlockedStep):
         weights, factors, codes, w_prior, a_priors = _model_parts(model)
         rvs = [weights, *factors]
         values = [model.rvs_to_values[rv] for rv in rvs]
-        if vars is not None:
-            given = {model.rvs_to_values.get(v, v) for v in vars}
-            if given != set(values):
-                raise _refuse(
-                    "it must update every simplex at once: vars must be "
-                    f"{[v.name for v in values]}"
-                )
-        self.vars = values
-        self.blocked = True
-        self.rng = get_random_generator(rng)
-        self.threads = n_cpus() if threads is None else max(1, int(threads))
+        bind_step(self, model, values, vars, rng, threads, _refuse, "simplex")
         n_cat = [int(a.shape[-1]) for a in a_priors]
         self._n_cat = n_cat
         self._set_rows(codes)

@@ -33,15 +33,13 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
-from pymc.util import get_random_generator
 from pytensor.graph.traversal import ancestors
 
-from bayespmf._runtime import n_cpus
 from bayespmf._validation import DataValidationError, check_int
 from bayespmf.kernels.gibbs_numba import draw_conjugate
 from bayespmf.kernels.gibbs_regression_numba import draw_row_class_counts
 from bayespmf.models._names import OBSERVED_NAME
-from bayespmf.models.gibbs import LatentClassGibbs, simplex_maps
+from bayespmf.models.gibbs import LatentClassGibbs, bind_step, simplex_maps
 from bayespmf.pmf import observed_csr
 
 __all__ = ["DEFAULT_FACTOR_SWEEPS", "RegressionFactorGibbs", "gibbs_steps"]
@@ -188,17 +186,7 @@ class RegressionFactorGibbs(BlockedStep):
         model = modelcontext(model)
         logits, factors, coefs, codes, priors = _model_parts(model)
         values = [model.rvs_to_values[rv] for rv in factors]
-        if vars is not None:
-            given = {model.rvs_to_values.get(v, v) for v in vars}
-            if given != set(values):
-                raise _refuse(
-                    "it must update every factor at once: vars must be "
-                    f"{[v.name for v in values]}"
-                )
-        self.vars = values
-        self.blocked = True
-        self.rng = get_random_generator(rng)
-        self.threads = n_cpus() if threads is None else max(1, int(threads))
+        bind_step(self, model, values, vars, rng, threads, _refuse, "factor")
         rank = int(model.initial_point()[values[0].name].shape[0])
         n_cat = [int(a.shape[-1]) for a in priors]
         self._offsets = np.concatenate([[0], np.cumsum(n_cat)])

@@ -492,3 +492,88 @@ def test_opt_errors(separable_case):
 def test_offsets_consistent(separable_case):
     _, _, m = separable_case
     np.testing.assert_array_equal(m.offsets, offsets_of(m.n_categories))
+
+
+# ------------------------------------------------ CNMF-OPT's EM and SQUAREM solvers
+def test_opt_mm_map_is_the_em_update_of_the_pair_likelihood():
+    """The closed-form map equals EM written out cell by cell on the pair data."""
+    from bayespmf.kernels.cnmf_opt import cnmf_opt_init, cnmf_opt_mm_map
+
+    rng = np.random.default_rng(3)
+    n_cat, rank = [2, 3, 2, 3], 2
+    weights = np.array([0.35, 0.65])
+    factors = [_norm(rng.uniform(size=(i, rank))) for i in n_cat]
+    m = PairwiseMarginals.from_params(weights, factors)
+    start_w = np.array([0.5, 0.5])
+    start_a = [_norm(rng.uniform(size=(i, rank))) for i in n_cat]
+    problem, _ = cnmf_opt_init(m, rank, init=(start_w, start_a))
+    off = offsets_of(n_cat)
+    # the start as the solver holds it (mixed with a little of the uniform PMF)
+    _, state = cnmf_opt_init(m, rank, init=(start_w, start_a))
+    lam0, a0 = state.weights, state.factors_stacked
+    blocks = [a0[off[n] : off[n + 1]] for n in range(len(n_cat))]
+    pairs = list(itertools.combinations(range(len(n_cat)), 2))
+    count_a = [np.zeros_like(b) for b in blocks]
+    count_w = np.zeros(rank)
+    for j, k in pairs:
+        x = m.joint[off[j] : off[j + 1], off[k] : off[k + 1]]
+        for a in range(n_cat[j]):
+            for b in range(n_cat[k]):
+                joint = lam0 * blocks[j][a] * blocks[k][b]
+                resp = joint / joint.sum()
+                mass = x[a, b] / len(pairs) * resp
+                count_a[j][a] += mass
+                count_a[k][b] += mass
+                count_w += mass
+    lam1, a1, objective = cnmf_opt_mm_map(lam0, a0, problem)
+    np.testing.assert_allclose(lam1, count_w / count_w.sum(), rtol=1e-12)
+    for n, c in enumerate(count_a):
+        np.testing.assert_allclose(a1[off[n] : off[n + 1]], _norm(c), rtol=1e-12)
+    assert np.isclose(-objective, pairwise_misfit(m, (lam0, blocks)), rtol=1e-10)
+
+
+@pytest.mark.parametrize("solver", ["squarem", "em", "mirror-descent"])
+def test_opt_solvers_are_monotone_and_keep_the_constraints(sampled_case, solver):
+    _, _, m = sampled_case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # tol=0: runs max_iter
+        est, info = cnmf_opt(m, 3, solver=solver, random_state=1, max_iter=200, tol=0.0)
+    assert np.all(np.diff(info["objective"]) <= 1e-15)
+    assert np.isclose(info["objective"][-1], pairwise_misfit(m, est), rtol=1e-8)
+    assert np.isclose(est.weights.sum(), 1.0)
+    for a in est.factors:
+        np.testing.assert_allclose(a.sum(axis=0), 1.0)
+        assert np.all(a >= 0)
+
+
+def test_opt_solvers_reach_the_same_minimum_squarem_fastest(sampled_case):
+    """Three solvers of one objective end at one minimum; SQUAREM needs the fewest steps.
+
+    (The parameters themselves may differ by ~1e-3 at the same objective: the pairwise
+    marginals barely identify some directions of the factors.)
+    """
+    _, _, m = sampled_case
+    out = {}
+    for solver in ("squarem", "em", "mirror-descent"):
+        est, info = cnmf_opt(
+            m,
+            3,
+            solver=solver,
+            init="cnmf-spa",
+            random_state=0,
+            max_iter=50_000,
+            tol=1e-12,
+        )
+        assert info["converged"], solver
+        out[solver] = (info["objective"][-1], info["n_iter"], est)
+    best = min(v[0] for v in out.values())
+    for solver, (obj, _, _) in out.items():
+        assert obj <= best * (1 + 1e-6) + 1e-12, (solver, obj, best)
+    assert out["squarem"][1] < out["em"][1]
+    assert out["squarem"][1] < out["mirror-descent"][1]
+
+
+def test_opt_solver_refused_by_name(sampled_case):
+    _, _, m = sampled_case
+    with pytest.raises(DataValidationError, match=r"'solver'.*squarem"):
+        cnmf_opt(m, 3, solver="newton")

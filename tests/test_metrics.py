@@ -173,6 +173,17 @@ def test_joint_pmf_relative_error_hand_checked():
     )
     assert got == pytest.approx(expected)
     assert got == pytest.approx(0.17743580407270992)
+    # Ibrahim & Fu's getMSE.m divides by the estimate's norm
+    by_estimate = joint_pmf_relative_error(
+        ([0.4, 0.6], factors), ([0.5, 0.5], factors), relative_to="estimate"
+    )
+    assert by_estimate == pytest.approx(
+        np.sqrt(((p_est - p_true) ** 2).sum() / (p_est**2).sum())
+    )
+    with pytest.raises(DataValidationError, match="'relative_to' must be 'truth'"):
+        joint_pmf_relative_error(
+            ([0.4, 0.6], factors), ([0.5, 0.5], factors), relative_to="paper"
+        )
 
 
 def test_joint_pmf_relative_error_by_enumeration(rng):

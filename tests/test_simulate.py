@@ -49,7 +49,7 @@ def test_int_n_categories_with_n_variables():
     assert len(truth.factors) == 4
 
 
-@pytest.mark.parametrize("prior", ["uniform", "dirichlet", "separable"])
+@pytest.mark.parametrize("prior", ["uniform", "dirichlet", "row-dirichlet", "separable"])
 def test_parameters_are_stochastic(prior):
     _, truth = make_latent_class(
         10, [6, 6, 7, 6], rank=3, factor_prior=prior, random_state=1
@@ -58,6 +58,34 @@ def test_parameters_are_stochastic(prior):
     for a in truth.factors:
         np.testing.assert_allclose(a.sum(axis=0), 1.0, atol=1e-12)
         assert (a >= 0).all()
+
+
+def test_row_dirichlet_is_the_cnmf_code_generator():
+    """Rows ~ Dirichlet(1_F), columns rescaled, equal weights (gen_PMF_factors_dirich.m)."""
+    n_cat, rank = [4, 7, 5], 3
+    _, truth = make_latent_class(
+        20, n_cat, rank=rank, factor_prior="row-dirichlet", random_state=9
+    )
+    np.testing.assert_array_equal(truth.weights, np.full(rank, 1 / rank))
+    rng = np.random.default_rng(9)  # equal weights draw nothing; then one factor each
+    for a, i in zip(truth.factors, n_cat, strict=True):
+        rows = rng.dirichlet(np.ones(rank), size=i)
+        np.testing.assert_allclose(a, rows / rows.sum(axis=0), rtol=1e-12)
+
+
+def test_row_dirichlet_rows_are_uniform_on_the_simplex():
+    """Before rescaling every row is Dirichlet(1_F): row-normalized entries have mean
+    1/F and variance (F - 1) / (F^2 (F + 1)) (the column rescaling multiplies the
+    columns by nearly equal constants at this size, so rows keep those moments)."""
+    rank, n = 4, 4000
+    _, truth = make_latent_class(
+        5, [n], rank=rank, factor_prior="row-dirichlet", random_state=2
+    )
+    rows = truth.factors[0] / truth.factors[0].sum(axis=1, keepdims=True)
+    var = (rank - 1) / (rank**2 * (rank + 1))
+    z_mean = (rows.mean(axis=0) - 1 / rank) / np.sqrt(var / n)
+    assert np.abs(z_mean).max() < Z_MAX
+    assert np.allclose(rows.var(axis=0), var, rtol=0.1)
 
 
 def test_weights_prior_defaults():

@@ -51,7 +51,7 @@ DEFAULT_WORDS_PER_DOC = 3000  # "for LDA ... with 3000 words per document"
 DEFAULT_C_MIN = 0.5  # "Except for the DSN geometry experiment, we set c_min = 0.5"
 DEFAULT_ETA = 0.1  # topics ~ Dir_D(eta) "with eta = 0.1"
 
-_FACTOR_PRIORS = ("uniform", "dirichlet", "separable")
+_FACTOR_PRIORS = ("uniform", "dirichlet", "row-dirichlet", "separable")
 _WEIGHTS_PRIORS = ("uniform", "dirichlet", "equal")
 _KERNELS = ("gaussian", "poisson", "multinomial")
 
@@ -284,12 +284,13 @@ def make_latent_class(
         or one per variable. Each entry is hidden independently (code ``-1``).
     n_variables : int, optional
         Number of variables ``N``; required when ``n_categories`` is an int.
-    factor_prior : {"uniform", "dirichlet", "separable"}, default "uniform"
+    factor_prior : {"uniform", "dirichlet", "row-dirichlet", "separable"}, default "uniform"
         How the factors :math:`A_n` are drawn (see Notes).
     weights_prior : {"uniform", "dirichlet", "equal"} or array_like of shape (F,), optional
         How :math:`\lambda` is drawn, or the weights themselves. Defaults to
         ``factor_prior`` ("uniform" or "dirichlet"), and to ``"equal"``
-        (:math:`\lambda_f = 1/F`) for ``"separable"``, as the CNMF experiments do.
+        (:math:`\lambda_f = 1/F`) for ``"row-dirichlet"`` and ``"separable"``, as the
+        CNMF experiments do.
     epsilon : float, optional
         Separability level of the ``"separable"`` generator, in
         ``[0, (1 - 0.4) * sqrt(F / (F - 1)))``; default 0.1. Only for that generator.
@@ -336,6 +337,14 @@ def make_latent_class(
         Chege et al., Sec. V-A; ``gen_PMF_factors.m`` of the CNMF code).
     ``"dirichlet"``
         Each column ~ Dirichlet(1, ..., 1), i.e. uniform on the simplex.
+    ``"row-dirichlet"``
+        Every *row* of :math:`A_n` drawn uniformly from the (F-1)-simplex
+        (Dirichlet(1, ..., 1) over the classes), then the columns rescaled to sum to one
+        (Assumption 1, Sec. 4.3). Although Sec. 5.2 describes uniform entries, this is
+        the generator of the authors' code for the experiments of Tables 4-5
+        (``gen_PMF_factors_dirich.m``, called by ``main_synthetic1.m``), with
+        :math:`\lambda_f = 1/F`. Its columns are less alike than those of
+        ``"uniform"``, which the pairwise marginals tell apart much better.
     ``"separable"``
         The epsilon-separable construction of the CNMF experiments of Tables 1-3
         (Sec. 5.2: "we fix M = 3 and manually ensure the epsilon-separability
@@ -428,7 +437,8 @@ def make_latent_class(
                     f"{name}={value!r} with factor_prior={factor_prior!r}."
                 )
     if weights_prior is None:
-        weights_prior = "equal" if factor_prior == "separable" else factor_prior
+        equal = factor_prior in ("separable", "row-dirichlet")
+        weights_prior = "equal" if equal else factor_prior
     weights_prior = _check_weights_prior(weights_prior, rank)
 
     rng = check_random_state(random_state)
@@ -436,7 +446,11 @@ def make_latent_class(
     if factor_prior == "separable":
         factors = _separable_factors(rng, n_cat, rank, epsilon, eligible)
     else:
-        draw = _uniform_factor if factor_prior == "uniform" else _dirichlet_factor
+        draw = {
+            "uniform": _uniform_factor,
+            "dirichlet": _dirichlet_factor,
+            "row-dirichlet": _assumption1_factor,
+        }[factor_prior]
         factors = [draw(rng, int(k), rank) for k in n_cat]
 
     class_cdf = np.cumsum(weights)

@@ -68,10 +68,11 @@ class LatentClassPMF(
     max_iter : int, optional
         Iteration cap of the iterative stage; by default that of the method (EM and
         SQUAREM-PMF 1000, each start of ``"auto"`` 2000 SQUAREM-PMF cycles, CNMF-OPT
-        3000 sweeps).
+        3000 iterations).
     tol : float, optional
-        Tolerance of the iterative stage; by default 1e-7 for EM/SQUAREM-PMF, 1e-10
-        for the starts of ``"auto"``, 1e-6 for CNMF-OPT. EM stages stop when the
+        Tolerance of the iterative stage; by default 1e-7 for EM/SQUAREM-PMF, 1e-8
+        for the starts of ``"auto"``, 1e-7 for CNMF-OPT
+        (:data:`bayespmf.fit.defaults.DEFAULT_TOL`). EM stages stop when the
         log-likelihood gain still to come (Aitken estimate from the last increments)
         is at most ``tol * max(|L|, 1)``, so a slow plateau is not mistaken for
         convergence (:mod:`bayespmf.fit.loop`).

@@ -1,8 +1,9 @@
 """CNMF-OPT (Ibrahim & Fu, Alg. 1) under the one loop.
 
-The sweep is :func:`bayespmf.kernels.cnmf.cnmf_opt_step`; :func:`cnmf_opt` runs it under
-:func:`bayespmf.fit.loop.iterate` with the paper's stopping rule, a relative decrease
-of the misfit (:func:`relative_decrease`).
+The steps are in :mod:`bayespmf.kernels.cnmf_opt` (SQUAREM-accelerated EM of the
+pairwise composite likelihood by default, or Alg. 1's mirror-descent sweep);
+:func:`cnmf_opt` runs the chosen one under :func:`bayespmf.fit.loop.iterate` with the
+paper's stopping rule, a relative decrease of the misfit (:func:`relative_decrease`).
 """
 
 from __future__ import annotations
@@ -11,12 +12,25 @@ import functools
 
 import numpy as np
 
-from bayespmf._validation import check_float, check_int
+from bayespmf._validation import check_choice, check_float, check_int
 from bayespmf.fit.loop import iterate
-from bayespmf.kernels.cnmf import OBJECTIVE_FLOOR, cnmf_opt_init, cnmf_opt_step
+from bayespmf.kernels.cnmf import (
+    OBJECTIVE_FLOOR,
+    cnmf_opt_init,
+    cnmf_opt_mm_step,
+    cnmf_opt_squarem_step,
+    cnmf_opt_step,
+)
 from bayespmf.pmf import LatentClassParams, split_factors
 
-__all__ = ["cnmf_opt", "relative_decrease"]
+__all__ = ["CNMF_OPT_SOLVERS", "cnmf_opt", "relative_decrease"]
+
+#: The steps CNMF-OPT can take, by ``solver`` name; each lowers the same objective.
+CNMF_OPT_SOLVERS = {
+    "squarem": cnmf_opt_squarem_step,
+    "em": cnmf_opt_mm_step,
+    "mirror-descent": cnmf_opt_step,
+}
 
 
 def relative_decrease(trace, info, tol) -> bool:
@@ -43,8 +57,9 @@ def cnmf_opt(
     init=None,
     pair_weighting: str = "uniform",
     min_count: int = 1,
+    solver: str = "squarem",
     max_iter: int = 3000,
-    tol: float = 1e-6,
+    tol: float = 1e-7,
     random_state=None,
     progressbar: bool = False,
 ) -> tuple[LatentClassParams, dict]:
@@ -68,15 +83,22 @@ def cnmf_opt(
         paper, or proportional to its co-observation count. Weights sum to one.
     min_count : int, default 1
         A pair co-observed in fewer rows is left out of the objective.
+    solver : {"squarem", "em", "mirror-descent"}, default "squarem"
+        How the objective is lowered (see Notes): SQUAREM-PMF cycles over the EM update
+        of the pairwise composite likelihood, that EM update alone, or Alg. 1's
+        block-cyclic mirror descent as the paper writes it. All three minimize the
+        same objective; they differ in how many iterations they need to reach its
+        minimum (mirror descent takes the most, and with a loose ``tol`` can stop well
+        above it).
     max_iter : int, default 3000
-        Maximum number of sweeps (one sweep updates A_1, ..., A_N, then lambda). From
-        CNMF-SPA starts on simulated data (N = 5-8, I = 5-10, F = 3-5, 5e3-1e5 rows,
-        half missing) 150-1500 sweeps (0.1-1.5 s) met ``tol=1e-6``.
-    tol : float, default 1e-6
-        Stop when a sweep lowers the objective by less than ``tol`` times its value
-        (the paper stops at a relative change of 1e-5; 1e-6 is a little stricter
-        because the closing steps of mirror descent are small), or when the objective
-        falls below ``OBJECTIVE_FLOOR`` (an exact fit).
+        Maximum number of iterations (a SQUAREM cycle, an EM update, or a sweep that
+        updates A_1, ..., A_N, then lambda).
+    tol : float, default 1e-7
+        Stop when an iteration lowers the objective by less than ``tol`` times its
+        value (the paper's rule, Sec. 5.1, with 1e-5), or when the objective falls
+        below ``OBJECTIVE_FLOOR`` (an exact fit). The objective is flat along the
+        directions the pairwise marginals barely identify, so a loose ``tol`` stops
+        before its minimum along them.
     random_state : None, int or numpy.random.Generator
         Seeds the random start (and CNMF-SPA's random splits).
     progressbar : bool, default False
@@ -95,7 +117,8 @@ def cnmf_opt(
         ``marginals`` not a PairwiseMarginals, no observed pair, ``rank`` above what
         the pairwise marginals identify, or a malformed ``init``.
     ValueError
-        Malformed ``rank``, ``max_iter``, ``tol``, ``init`` or ``pair_weighting``.
+        Malformed ``rank``, ``max_iter``, ``tol``, ``init``, ``pair_weighting`` or
+        ``solver``.
 
     Warns
     -----
@@ -105,12 +128,20 @@ def cnmf_opt(
     Notes
     -----
     Minimizes ``sum_{(j,k) in Omega, j<k} w_jk D_KL(X_jk, A_j diag(lambda) A_k^T)``
-    over column-stochastic ``A_n`` and ``lambda`` on the simplex (problems (5)-(6)),
-    block-cyclically over ``A_1, ..., A_N, lambda`` (Alg. 1, lines 4-7). Each block
-    takes one mirror-descent step with the entropy mirror map (exponentiated
-    gradient): ``A_n <- A_n * exp(-eta G_n)``, columns renormalized. ``eta`` comes from
-    Armijo backtracking, ``f(new) <= f(old) + c <G, new - old>``, starting from twice
-    the block's last accepted step, so every sweep is monotone.
+    over column-stochastic ``A_n`` and ``lambda`` on the simplex (problems (5)-(6)).
+
+    ``solver="mirror-descent"`` is Alg. 1: block-cyclic over ``A_1, ..., A_N, lambda``
+    (lines 4-7), each block taking one mirror-descent step with the entropy mirror map
+    (exponentiated gradient): ``A_n <- A_n * exp(-eta G_n)``, columns renormalized.
+    ``eta`` comes from Armijo backtracking, ``f(new) <= f(old) + c <G, new - old>``,
+    starting from twice the block's last accepted step, so every sweep is monotone.
+
+    Because every model block sums to one on the constraint set, the objective is a
+    constant minus the ``w_jk``-weighted log-likelihood of the pair observations, a
+    composite likelihood whose EM update (``solver="em"``,
+    :func:`~bayespmf.kernels.cnmf_opt.cnmf_opt_mm_map`) is closed-form, keeps the
+    constraints and never raises the objective. ``solver="squarem"`` accelerates it
+    with SQUAREM-PMF (Chege et al., Tables I-II), which also never raises it.
 
     A zero objective does not by itself mean the true parameters: near strictly
     positive factors, ``A_n -> A_n (I + E)`` with ``1^T E = 0`` and
@@ -120,13 +151,13 @@ def cnmf_opt(
     the nonnegativity boundary (sufficiently scattered factors, Theorem 2), so recovery
     is judged on factors with zeros or from a good start such as CNMF-SPA.
 
-    The objective and its gradient are one compiled PyTensor graph over the whole
-    problem: with the stacked factors ``A`` (sum I, F) the model of every pair at once
-    is the block matrix ``A diag(lambda) A^T``, compared with the joint block matrix
-    under a block mask that keeps the observed off-diagonal blocks (the diagonal blocks
-    ``diag(p_j)`` are not pairwise marginals). The graph is compiled once per process.
-    A sweep is :func:`~bayespmf.kernels.cnmf.cnmf_opt_step`; the sweeps run under
-    :func:`bayespmf.fit.loop.iterate` with the rule above (``tol``).
+    With the stacked factors ``A`` (sum I, F) the model of every pair at once is the
+    block matrix ``A diag(lambda) A^T``, compared with the joint block matrix under a
+    block mask that keeps the observed off-diagonal blocks (the diagonal blocks
+    ``diag(p_j)`` are not pairwise marginals). Mirror descent's objective and gradient
+    are one PyTensor graph compiled once per process; the EM update is three matrix
+    products. The steps run under :func:`bayespmf.fit.loop.iterate` with the rule above
+    (``tol``).
 
     Examples
     --------
@@ -138,6 +169,7 @@ def cnmf_opt(
     True
     """
     owner = "cnmf_opt"
+    solver = check_choice(solver, "solver", tuple(CNMF_OPT_SOLVERS), owner)
     max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
     tol = check_float(tol, "tol", owner=owner, low=0.0)
     problem, state = cnmf_opt_init(
@@ -150,7 +182,7 @@ def cnmf_opt(
         owner=owner,
     )
     loop = {"max_iter": max_iter, "tol": tol, "progressbar": progressbar, "owner": owner}
-    step = functools.partial(cnmf_opt_step, problem=problem)
+    step = functools.partial(CNMF_OPT_SOLVERS[solver], problem=problem)
     state, it = iterate(step, state, desc="CNMF-OPT", rule=relative_decrease, **loop)
     factors = split_factors(state.factors_stacked, problem.n_categories)
     params = LatentClassParams(state.weights.copy(), factors)

@@ -14,7 +14,7 @@ __all__ = ["DEFAULT_MAX_ITER", "DEFAULT_N_INIT", "DEFAULT_TOL", "MAX_ROUNDS"]
 #: hundredths of a log-likelihood unit apart are told apart.
 DEFAULT_MAX_ITER = {"em": 1000, "squarem": 1000, "auto": 2000, "cnmf-opt": 3000}
 
-DEFAULT_TOL = {"em": 1e-7, "squarem": 1e-7, "auto": 1e-8, "cnmf-opt": 1e-6}
+DEFAULT_TOL = {"em": 1e-7, "squarem": 1e-7, "auto": 1e-8, "cnmf-opt": 1e-7}
 
 #: Starts of ``method="auto"`` (CNMF-SPA plus random ones), chosen by measurement
 #: (benchmarks/mle_reliability.py, seed 0): with 100 starts the default missed the best

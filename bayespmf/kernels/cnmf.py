@@ -42,6 +42,9 @@ from bayespmf.kernels.cnmf_opt import (
     CNMFOptState,
     check_init_params,
     cnmf_opt_init,
+    cnmf_opt_mm_map,
+    cnmf_opt_mm_step,
+    cnmf_opt_squarem_step,
     cnmf_opt_step,
 )
 from bayespmf.kernels.cnmf_spa import (
@@ -63,6 +66,9 @@ __all__ = [
     "check_init_params",
     "check_rank",
     "cnmf_opt_init",
+    "cnmf_opt_mm_map",
+    "cnmf_opt_mm_step",
+    "cnmf_opt_squarem_step",
     "cnmf_opt_step",
     "cnmf_spa",
     "max_cnmf_rank",

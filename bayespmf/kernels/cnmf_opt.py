@@ -1,10 +1,20 @@
-"""CNMF-OPT (Ibrahim & Fu, Alg. 1): KL mirror descent on all observed pairwise marginals.
+"""CNMF-OPT (Ibrahim & Fu, Alg. 1): the coupled KL fit of all observed pairwise marginals.
 
 Its validated problem (:func:`cnmf_opt_init`, by default started from
-:func:`bayespmf.kernels.cnmf_spa.cnmf_spa`) and one sweep (:func:`cnmf_opt_step`):
-every factor block and then ``lambda`` take one exponentiated-gradient step with
-Armijo backtracking. ``bayespmf.fit.cnmf.cnmf_opt`` runs the sweeps under the one
-loop. Its names are re-exported by :mod:`bayespmf.kernels.cnmf`.
+:func:`bayespmf.kernels.cnmf_spa.cnmf_spa`) and three steps that lower the same
+objective (problems (5)-(6) of the paper):
+
+* :func:`cnmf_opt_step`, one sweep of Alg. 1 as the paper writes it: every factor
+  block and then ``lambda`` take one exponentiated-gradient (mirror-descent) step with
+  Armijo backtracking;
+* :func:`cnmf_opt_mm_step`, one majorize-minimize step of all blocks at once: the
+  EM update of the *pairwise composite likelihood*, of which the objective is minus
+  the weighted log-likelihood (no step size, monotone);
+* :func:`cnmf_opt_squarem_step`, one SQUAREM-PMF cycle (Chege et al., Tables I-II)
+  over that EM update.
+
+``bayespmf.fit.cnmf.cnmf_opt`` runs the steps under the one loop. Its names are
+re-exported by :mod:`bayespmf.kernels.cnmf`.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from bayespmf.kernels._cnmf_common import (
     pair_weight_matrix,
 )
 from bayespmf.kernels.cnmf_spa import cnmf_spa
+from bayespmf.kernels.squarem import squarem_pmf_step
 from bayespmf.pmf import LatentClassParams, check_params, stack_factors
 
 __all__ = [
@@ -42,6 +53,9 @@ __all__ = [
     "CNMFOptState",
     "check_init_params",
     "cnmf_opt_init",
+    "cnmf_opt_mm_map",
+    "cnmf_opt_mm_step",
+    "cnmf_opt_squarem_step",
     "cnmf_opt_step",
 ]
 
@@ -313,3 +327,113 @@ def cnmf_opt_step(
     steps[-1] = min(used * STEP_GROW, MAX_STEP)
     new_state = CNMFOptState(np.ascontiguousarray(new[:, 0]), a, f, steps)
     return new_state, CNMFOptInfo(-state.misfit, 1, f)
+
+
+# ------------------------------------------------------- majorize-minimize (EM) steps
+
+
+def _block_sums(a: np.ndarray, blocks: tuple) -> np.ndarray:
+    starts = [blk.start for blk in blocks]
+    return np.add.reduceat(a, starts, axis=0)
+
+
+def _misfit(a: np.ndarray, lam: np.ndarray, problem: CNMFOptProblem) -> tuple:
+    """The objective at ``(lam, a)`` and the floored model ``A diag(lam) A^T``."""
+    model = np.maximum((a * lam) @ a.T, PROB_FLOOR)
+    x, wt = problem.joint, problem.pair_weights
+    log_ratio = problem.log_joint - np.log(model)
+    f = float(np.sum(wt * (x * log_ratio - x + model)))
+    return f, model
+
+
+def cnmf_opt_mm_map(weights, factors_stacked, problem: CNMFOptProblem):
+    """One EM update of the pairwise composite likelihood (all blocks at once).
+
+    Parameters
+    ----------
+    weights : ndarray, shape (F,)
+        ``lambda``.
+    factors_stacked : ndarray, shape (sum I, F)
+        The stacked factors.
+    problem : CNMFOptProblem
+
+    Returns
+    -------
+    weights, factors_stacked : ndarray
+        The updated point.
+    objective : float
+        Minus the misfit of the *input* point (to maximize).
+
+    Notes
+    -----
+    With column-stochastic factors and ``lambda`` on the simplex every model block
+    ``A_j diag(lambda) A_k^T`` sums to one, so the objective of problems (5)-(6) is a
+    constant minus ``sum w_jk <X_jk, log(A_j diag(lambda) A_k^T)>``: the log-likelihood
+    of the pair observations under the latent-class model, weighted by ``w_jk``. Its
+    EM update, with ``R = W * X / M`` over the stacked blocks and ``G = R A``, is
+    ``A <- A * G`` (columns of every block renormalized) and
+    ``lambda <- lambda * sum_p A(p, :) G(p, :)`` (renormalized); every update keeps
+    the constraints and never raises the objective (Dempster, Laird & Rubin 1977).
+    """
+    lam = np.asarray(weights, dtype=float)
+    a = np.asarray(factors_stacked, dtype=float)
+    f, model = _misfit(a, lam, problem)
+    g = (problem.pair_weights * problem.joint / model) @ a
+    a_new = a * g
+    a_new /= np.repeat(_block_sums(a_new, problem.blocks), problem.n_categories, axis=0)
+    lam_new = lam * np.einsum("pf,pf->f", a, g)
+    lam_new /= lam_new.sum()
+    return lam_new, a_new, -f
+
+
+def cnmf_opt_mm_step(
+    state: CNMFOptState, problem: CNMFOptProblem
+) -> tuple[CNMFOptState, CNMFOptInfo]:
+    """One EM (majorize-minimize) step of CNMF-OPT's objective (:func:`cnmf_opt_mm_map`).
+
+    ``state.steps`` is carried along unused. ``state`` is not modified.
+
+    Examples
+    --------
+    >>> from bayespmf.marginals import PairwiseMarginals
+    >>> A = [np.array([[0.7, 0.1], [0.2, 0.3], [0.1, 0.6]])] * 4
+    >>> m = PairwiseMarginals.from_params([0.4, 0.6], A)
+    >>> problem, state = cnmf_opt_init(m, 2, init="random", random_state=0)
+    >>> new, info = cnmf_opt_mm_step(state, problem)
+    >>> bool(new.misfit <= state.misfit)
+    True
+    """
+    lam, a, objective = cnmf_opt_mm_map(state.weights, state.factors_stacked, problem)
+    f, _ = _misfit(a, lam, problem)
+    return CNMFOptState(lam, a, f, state.steps), CNMFOptInfo(objective, 1, f)
+
+
+def cnmf_opt_squarem_step(
+    state: CNMFOptState, problem: CNMFOptProblem
+) -> tuple[CNMFOptState, CNMFOptInfo]:
+    """One SQUAREM-PMF cycle over :func:`cnmf_opt_mm_map` (three or more EM maps).
+
+    :func:`bayespmf.kernels.squarem.squarem_pmf_step` extrapolates two EM maps, keeps
+    the extrapolated point on the simplexes and backtracks until the objective is no
+    worse than at ``state``, so the misfit never rises. ``state`` is not modified.
+
+    Examples
+    --------
+    >>> from bayespmf.marginals import PairwiseMarginals
+    >>> A = [np.array([[0.7, 0.1], [0.2, 0.3], [0.1, 0.6]])] * 4
+    >>> m = PairwiseMarginals.from_params([0.4, 0.6], A)
+    >>> problem, state = cnmf_opt_init(m, 2, init="random", random_state=0)
+    >>> new, info = cnmf_opt_squarem_step(state, problem)
+    >>> bool(new.misfit <= state.misfit), info.n_evals >= 3
+    (True, True)
+    """
+
+    def em_map(w, a):
+        return cnmf_opt_mm_map(w, a, problem)
+
+    lam, a, objective, info = squarem_pmf_step(
+        em_map, state.weights, state.factors_stacked, problem.n_categories
+    )
+    f, _ = _misfit(a, lam, problem)
+    new = CNMFOptState(np.ascontiguousarray(lam), np.ascontiguousarray(a), f, state.steps)
+    return new, CNMFOptInfo(objective, int(info.n_evals), f)

@@ -465,12 +465,10 @@ def cnmf_spa(
     the smallest mean factor MSE (:func:`bayespmf.metrics.factor_mse`'s definition)
     against that model wins; this estimates each split's bias (a non-separable ``H``)
     and variance together. Exact marginals (misfit at most ``OBJECTIVE_FLOOR``) skip
-    the bootstrap. On the Table 1 generator (N = 5, F = 5, I = 10) the bootstrap
-    mostly picks ``S2`` = the one variable holding the anchor rows and has a lower
-    mean factor MSE than the fixed ``M = 3`` split at S = 1e4 and 1e5 (12 seeds; at
-    S = 1e3 the two are within noise); at N = 15 (Table 4) it is 1.5-1.7x better
-    than ``M = 3`` (``benchmarks/cnmf_tables.py --tables splits``). Cost: one
-    CNMF-SPA per candidate and replicate, 0.1-0.8 s at these sizes.
+    the bootstrap. On the Table 1 generator the bootstrap mostly picks ``S2`` = the
+    one variable holding the anchor rows; ``benchmarks/cnmf_spa_splits.py`` compares
+    the rules with the paper's fixed ``M = 3``. Cost: one CNMF-SPA per candidate and
+    replicate.
 
     Examples
     --------

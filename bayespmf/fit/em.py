@@ -21,9 +21,9 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.fit.loop import StepInfo, iterate
+from bayespmf.fit.squarem import squarem_pmf_converged, squarem_pmf_steps
 from bayespmf.kernels.ad_em import DEFAULT_AD_ITER, DEFAULT_INNER_ITER, ad_sweep
 from bayespmf.kernels.em import EMState, build_em_kernel, init_random, normalize_blocks
-from bayespmf.kernels.squarem import squarem_pmf_step
 from bayespmf.pmf import LatentClassParams, check_params, offsets_of, split_factors
 
 __all__ = [
@@ -157,18 +157,11 @@ def em_steps(kernel, n_cat, accelerate=None):
     -2.7726
     """
     if accelerate == "squarem":
+        return squarem_pmf_steps(kernel.step, n_cat)
 
-        def step(state):
-            w, a, ll, info = squarem_pmf_step(
-                kernel.step, state.weights, state.factors_stacked, n_cat
-            )
-            return EMState(w, a, ll), StepInfo(ll, info.n_evals)
-
-    else:
-
-        def step(state):
-            w, a, ll = kernel.step(state.weights, state.factors_stacked)
-            return EMState(w, a, ll), StepInfo(ll, 1)
+    def step(state):
+        w, a, ll = kernel.step(state.weights, state.factors_stacked)
+        return EMState(w, a, ll), StepInfo(ll, 1)
 
     return step
 
@@ -191,8 +184,9 @@ def run_em(
 
     Shared by :func:`fit_em`, the multi-start fit and the Dask driver
     (``bayespmf.dask``); the loop and its stopping rule are
-    :func:`bayespmf.fit.loop.iterate`'s. ``callback(iteration, EMState)`` returning
-    True stops the fit.
+    :func:`bayespmf.fit.loop.iterate`'s (SQUAREM-PMF's:
+    :func:`bayespmf.fit.squarem.squarem_pmf_converged`). ``callback(iteration,
+    EMState)`` returning True stops the fit.
     """
     desc = "SQUAREM-PMF" if accelerate else "EM"
     state, it = iterate(
@@ -205,6 +199,7 @@ def run_em(
         desc=desc,
         owner=owner,
         warn=warn,
+        rule=squarem_pmf_converged if accelerate == "squarem" else "aitken",
     )
     # one more map gives the log-likelihood of the returned parameters, and (unlike
     # kernel.loglik) compiles nothing new on the PyTensor backend
@@ -250,7 +245,9 @@ def fit_em(
     tol : float, default 1e-8
         Tolerance of the stopping rule of :mod:`bayespmf.fit.loop`: stop when the
         log-likelihood gain still to come (Aitken estimate) is at most
-        ``tol * max(|L|, 1)``.
+        ``tol * max(|L|, 1)``; SQUAREM-PMF asks its estimate for
+        ``SQUAREM_PMF_TOL_SCALE`` times less, so that it ends where EM ends
+        (:mod:`bayespmf.fit.squarem`).
     random_state : None, int or numpy.random.Generator
     backend : {"auto", "numba", "pytensor", "scipy"}, default "auto"
         The EM map (:func:`bayespmf.kernels.em.build_em_kernel`): ``"numba"`` (what

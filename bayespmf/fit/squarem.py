@@ -1,8 +1,32 @@
-"""Generic SQUAREM (Varadhan & Roland 2008) under the one loop.
+"""SQUAREM under the one loop: generic (Varadhan & Roland 2008) and SQUAREM-PMF.
 
-The cycle is :func:`bayespmf.kernels.squarem.squarem_step`; :func:`squarem` runs it
-under :func:`bayespmf.fit.loop.iterate` with R ``SQUAREM``'s own stopping rule,
+The generic cycle is :func:`bayespmf.kernels.squarem.squarem_step`; :func:`squarem`
+runs it under :func:`bayespmf.fit.loop.iterate` with R ``SQUAREM``'s own stopping rule,
 ``||F(x) - x|| < tol``, and its budget of map evaluations.
+
+The SQUAREM-PMF cycle (Chege et al., Tables I-II) is
+:func:`bayespmf.kernels.squarem.squarem_pmf_step`; :func:`squarem_pmf_steps` makes it a
+loop step on :class:`~bayespmf.kernels.em.EMState`, :func:`squarem_pmf_converged` is its
+stopping rule and :func:`squarem_pmf` runs the two under the loop.
+
+The SQUAREM-PMF stopping rule
+-----------------------------
+EM's rule (:mod:`bayespmf.fit.loop`) stops when the Aitken estimate of the gain still to
+come, taken from the last three increments of the log-likelihood, is at most
+``tol * |L|``. That estimate assumes a linearly convergent sequence, as EM's is. The
+log-likelihoods of successive SQUAREM-PMF cycles are not: the step length of Table I
+alternates between short and long steps, so the gains alternate too, and near a saddle
+point or a plateau of the likelihood the cycles slow down to EM's pace for a while
+before they speed up again. Three shrinking gains there look like fast convergence,
+and the estimate falls short of the gain still to come by orders of magnitude: with
+EM's rule SQUAREM-PMF stopped well below where EM, run from the same start to the same
+``tol``, ended (``benchmarks/paper_squarem.py`` prints the difference per trial). No
+local estimate separates such a stall from the end (plain EM steps from a stalled point
+predict a tail below ``tol`` too: it is a saddle, which EM from the start went past);
+going deeper does, because a stall near a saddle ends by itself after a few more
+cycles. :func:`squarem_pmf_converged` therefore asks the same estimate to be below
+``SQUAREM_PMF_TOL_SCALE * tol * |L|``. The extra depth costs a few cheap cycles, so
+SQUAREM-PMF stays faster than EM at the same ``tol``.
 """
 
 from __future__ import annotations
@@ -14,14 +38,38 @@ from typing import NamedTuple
 import numpy as np
 
 from bayespmf._validation import ConvergenceWarning, check_float, check_int
-from bayespmf.fit.loop import iterate
-from bayespmf.kernels.squarem import SCHEMES, SquaremOptions, squarem_init, squarem_step
+from bayespmf.fit.loop import StepInfo, iterate, predicted_gain
+from bayespmf.kernels.em import EMState
+from bayespmf.kernels.squarem import (
+    SCHEMES,
+    SquaremOptions,
+    squarem_init,
+    squarem_pmf_step,
+    squarem_step,
+)
 
-__all__ = ["SquaremInfo", "squarem"]
+__all__ = [
+    "SQUAREM_PMF_TOL_SCALE",
+    "SquaremInfo",
+    "squarem",
+    "squarem_pmf",
+    "squarem_pmf_converged",
+    "squarem_pmf_steps",
+]
 
 #: A SQUAREM cycle maps ``x`` and ``F(x)`` before it can extrapolate or stop (R starts
 #: a cycle only while two evaluations of the budget remain).
 CYCLE_MIN_EVALS = 2
+
+#: How much further below ``tol * |L|`` SQUAREM-PMF's Aitken estimate of the gain still
+#: to come must fall than EM's (module docstring). The estimate from three cycle gains
+#: can miss the gain still to come by orders of magnitude where the cycles stall near a
+#: saddle or a plateau; asking three orders of magnitude more of it carries SQUAREM-PMF
+#: through such stalls. Each order costs a few cycles of a superlinearly converging
+#: phase, so SQUAREM-PMF stays faster than EM at the same ``tol``. Less depth (1e-2)
+#: still stopped in a stall on the Table III setting; more (1e-4) reached the same
+#: maxima there at more cycles.
+SQUAREM_PMF_TOL_SCALE = 1e-3
 
 
 class SquaremInfo(NamedTuple):
@@ -171,3 +219,166 @@ def squarem(
         )
     counts = (state.n_evals, state.n_objective_evals, state.n_iter)
     return state.x, SquaremInfo(*counts, it.converged, np.asarray(trace))
+
+
+# ------------------------------------------------------------------------ SQUAREM-PMF
+
+
+def squarem_pmf_converged(trace, info, tol) -> bool:
+    """SQUAREM-PMF's stopping rule for :func:`bayespmf.fit.loop.iterate` (``rule=``).
+
+    Parameters
+    ----------
+    trace : sequence of float
+        Log-likelihood at the start of every SQUAREM-PMF cycle so far.
+    info : StepInfo
+        The last cycle's report (not used: the rule reads the trace).
+    tol : float
+        The fit's tolerance, as for EM.
+
+    Returns
+    -------
+    bool
+        Whether the Aitken estimate of the gain still to come
+        (:func:`bayespmf.fit.loop.predicted_gain`) is at most
+        ``SQUAREM_PMF_TOL_SCALE * tol * max(|L|, 1)``. A change at rounding level ends
+        the fit as converged, as in EM's rule.
+
+    Notes
+    -----
+    EM's rule with ``tol`` scaled down by :data:`SQUAREM_PMF_TOL_SCALE`; why the cycles
+    of SQUAREM-PMF need the extra depth to end where EM ends is in the module
+    docstring.
+
+    Examples
+    --------
+    >>> squarem_pmf_converged([-10.0, -9.0, -8.5, -8.25], None, 0.1)  # 0.25 to go
+    False
+    >>> squarem_pmf_converged([-10.0, -9.0, -8.5, -8.25], None, 100.0)
+    True
+    """
+    scale = SQUAREM_PMF_TOL_SCALE * tol * max(abs(float(trace[-1])), 1.0)
+    return predicted_gain(trace) <= scale
+
+
+def squarem_pmf_steps(em_step, n_categories):
+    """The loop step ``EMState -> (EMState, StepInfo)`` of SQUAREM-PMF around ``em_step``.
+
+    Parameters
+    ----------
+    em_step : callable
+        ``(weights, factors_stacked) -> (weights, factors_stacked, loglik_of_input)``,
+        e.g. the ``step`` of :func:`bayespmf.kernels.em.build_em_kernel`.
+    n_categories : sequence of int
+
+    Returns
+    -------
+    callable
+        One cycle of :func:`bayespmf.kernels.squarem.squarem_pmf_step`: the new
+        ``theta_0`` as an :class:`~bayespmf.kernels.em.EMState` and a ``StepInfo``
+        with the log-likelihood of the state it was given and the EM maps it cost.
+
+    Examples
+    --------
+    >>> from bayespmf.kernels.em import build_em_kernel
+    >>> k = build_em_kernel([[0, 0], [1, 1]], [2, 2], rank=1, backend="scipy")
+    >>> step = squarem_pmf_steps(k.step, [2, 2])
+    >>> state, info = step(EMState(np.ones(1), np.full((4, 1), 0.5), -np.inf))
+    >>> round(info.objective, 4), info.n_evals  # 2 rows, each of probability 1/4
+    (-2.7726, 3)
+    """
+
+    def step(state):
+        w, a, ll, info = squarem_pmf_step(
+            em_step, state.weights, state.factors_stacked, n_categories
+        )
+        return EMState(w, a, ll), StepInfo(ll, info.n_evals)
+
+    return step
+
+
+def squarem_pmf(
+    em_step,
+    weights,
+    factors_stacked,
+    n_categories,
+    *,
+    max_iter: int,
+    tol: float,
+    callback=None,
+    progressbar: bool = False,
+    owner: str = "squarem_pmf",
+    warn: bool = True,
+):
+    """Run SQUAREM-PMF (Chege et al., Tables I-II) from a start until its rule holds.
+
+    Parameters
+    ----------
+    em_step : callable
+        The EM map, ``(weights, factors_stacked) -> (weights, factors_stacked,
+        loglik_of_input)`` (the ``step`` of :func:`bayespmf.kernels.em.build_em_kernel`).
+    weights : array_like, shape (F,)
+    factors_stacked : array_like, shape (sum I_n, F)
+        The start (not modified).
+    n_categories : sequence of int
+    max_iter : int
+        Maximum SQUAREM-PMF cycles (>= 3 EM maps each).
+    tol : float
+        The tolerance EM would be given (:func:`squarem_pmf_converged`).
+    callback : callable, optional
+        ``callback(iteration, EMState)`` after every cycle; ``True`` stops the fit.
+    progressbar : bool, default False
+    owner : str
+        The name used in warnings and errors.
+    warn : bool, default True
+        Warn (``ConvergenceWarning``) when ``max_iter`` is reached unconverged.
+
+    Returns
+    -------
+    state : EMState
+        The last ``theta_0`` (one EM map past the last log-likelihood of the trace).
+    info : IterInfo
+        Cycles, EM maps (``n_evals``), the log-likelihood trace and whether the rule
+        held.
+
+    Raises
+    ------
+    ValueError
+        Bad ``max_iter`` or ``tol``.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When ``max_iter`` cycles end before the rule holds (and ``warn``).
+
+    Notes
+    -----
+    The loop of ``fit_em(accelerate="squarem")``: :func:`squarem_pmf_steps` under
+    :func:`bayespmf.fit.loop.iterate` with ``rule=`` :func:`squarem_pmf_converged`.
+
+    Examples
+    --------
+    >>> from bayespmf.kernels.em import build_em_kernel, init_random
+    >>> codes = np.array([[0, 0, 1], [1, 1, 0], [0, 0, 1], [1, 1, -1], [0, -1, 1]] * 20)
+    >>> k = build_em_kernel(codes, [2, 2, 2], rank=2)
+    >>> start = init_random([2, 2, 2], 2, random_state=0)
+    >>> state, info = squarem_pmf(k.step, start.weights, np.concatenate(start.factors),
+    ...                           [2, 2, 2], max_iter=500, tol=1e-7)
+    >>> info.converged, bool(np.all(np.diff(info.trace) >= -1e-9))
+    (True, True)
+    """
+    start = EMState(
+        np.array(weights, dtype=float), np.array(factors_stacked, dtype=float), -np.inf
+    )
+    return iterate(
+        squarem_pmf_steps(em_step, n_categories),
+        start,
+        max_iter=max_iter,
+        tol=tol,
+        callback=callback,
+        progressbar=progressbar,
+        desc="SQUAREM-PMF",
+        owner=owner,
+        warn=warn,
+        rule=squarem_pmf_converged,
+    )

@@ -5,8 +5,11 @@ r"""SQUAREM acceleration of fixed-point maps, generic and for the latent-class P
 the step-length safeguards of their reference implementation (R package ``SQUAREM``,
 ``squarem1`` / ``squarem2``); ``bayespmf.fit.squarem.squarem`` runs it under the one
 loop. :func:`squarem_pmf_step` is one iteration of SQUAREM-PMF (Chege, Grasis,
-Yeredor & Haardt, Tables I-II), whose step length keeps ``lambda`` and every column of
-every ``A_n`` on the probability simplex and never lets the log-likelihood decrease.
+Manina, Yeredor & Haardt, Tables I-II), whose step length keeps ``lambda`` and every
+column of every ``A_n`` on the probability simplex and never lets the log-likelihood
+decrease; ``bayespmf.fit.squarem.squarem_pmf`` runs it under the one loop with its own
+stopping rule (``squarem_pmf_converged``: EM's, deeper, because the log-likelihoods of
+successive cycles do not converge linearly).
 
 Notes
 -----
@@ -23,8 +26,9 @@ References
 ----------
 .. [1] R. Varadhan and C. Roland, "Simple and globally convergent methods for
    accelerating the convergence of any EM algorithm," Scand. J. Stat. 35(2), 2008.
-.. [2] J. K. Chege, M. J. Grasis, A. Yeredor and M. Haardt, "Efficient probability mass
-   function estimation from partially observed data," Asilomar 2022 (SQUAREM-PMF).
+.. [2] J. K. Chege, M. J. Grasis, A. Manina, A. Yeredor and M. Haardt, "Efficient
+   probability mass function estimation from partially observed data," Asilomar 2022
+   (SQUAREM-PMF).
 """
 
 from __future__ import annotations
@@ -384,7 +388,8 @@ def squarem_pmf_step(em_step, weights, factors_stacked, n_categories):
     a candidate comes with its EM map ``f(theta^(k))`` (step 9), so an accepted step
     costs exactly three EM maps and each backtrack one more. The comparison is with
     ``L(theta_0)`` rather than the previous extrapolated point, which makes the
-    sequence of ``theta_0`` monotone.
+    sequence of ``theta_0`` monotone. When to stop is the loop's:
+    ``bayespmf.fit.squarem.squarem_pmf_converged``.
 
     Examples
     --------

@@ -34,7 +34,11 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
     "bench_em_step.py": ([], None, rf"ratio default / SciPy: {NUM}"),
     "bench_marginals.py": ([], None, rf"pairwise_marginals\s+{NUM} ms"),
     "bench_wide.py": ([], None, rf"^\s+400\s+{NUM}\s+{NUM}\s+{NUM}"),
-    "cnmf_tables.py": ([], None, rf"^\| CNMF-SPA \| {NUM} ± {NUM} \| 0\.0669 \|"),
+    "cnmf_spa_splits.py": (
+        [],
+        None,
+        rf"^\| T1 eps=0\.1 \(formula\) \| 1e\+03 \| bootstrap \(ours\) \| {NUM} ± {NUM} \|",
+    ),
     "dask_scaling.py": ([], "dask", rf"^\|\s+20,000 \| dask\s+\| marginals\s+\|\s+{NUM}"),
     "dsn_figures.py": ([], None, rf"^\s+1500 \|\s+{NUM}\s+{NUM}s \|"),
     "dsn_finance.py": ([], None, rf"^VLAD\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"),
@@ -48,9 +52,24 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
         "stepmix",
         rf"^\| votes \| 435 \| 17 \| 3 \| StepMix \(n_init=2\) \| {NUM} \|",
     ),
+    "paper_squarem.py": (
+        ["--plot-dir", "/tmp/bayespmf_paper_squarem_figures"],
+        None,
+        rf"^\| SQUAREM-PMF \| mean \| {NUM} \({NUM}\)(?: [~!])? \| 161 \| "
+        rf"{NUM} \({NUM}\)(?: [~!])? \| 505 \|",
+    ),
     "multistart_cost.py": ([], None, rf"^\| car F=4 \| batched \+ pruned .* \| {NUM} \|"),
-    "purification_recovery.py": ([], None, rf"^none\s+0\.000\s+{NUM}"),
-    "squarem_table3.py": ([], None, rf"speed-up \(mean time EM / SQUAREM-PMF\):\s+{NUM}"),
+    "paper_cnmf.py": (
+        [],
+        None,
+        rf"^\| CNMF-SPA \| MSE \| {NUM} \({NUM}\)(?: [!~])? \| 0\.0669 \|",
+    ),
+    "paper_purification.py": (
+        [],
+        None,
+        rf"^\| eta = l/6 = 0\.01667 \| rate/iter \| {NUM} \({NUM}\)(?: [~!])? "
+        rf"\| 0\.9993 \|",
+    ),
 }
 
 #: Scripts with ``--quick`` that are not run here, and why.

@@ -577,3 +577,71 @@ def test_opt_solver_refused_by_name(sampled_case):
     _, _, m = sampled_case
     with pytest.raises(DataValidationError, match=r"'solver'.*squarem"):
         cnmf_opt(m, 3, solver="newton")
+
+
+# ------------------------------------------------------- CNMF-SPA's regularized H step
+def test_ridge_solver_meets_the_kkt_conditions_and_shrinks():
+    """ridge > 0 solves min_{B>=0} ||Y - G B^T||^2 + c ||B||^2, c = ridge ||G||^2 / F."""
+    from bayespmf.kernels.cnmf_spa import _nnls_columns, _nnls_rows, _ridge_solver
+
+    rng = np.random.default_rng(3)
+    g = rng.uniform(size=(12, 4))
+    g[:, 3] = g[:, 2] + 0.01 * rng.normal(size=12)  # nearly collinear columns
+    y = g @ rng.uniform(size=(4, 9)) + 0.05 * rng.normal(size=(12, 9))
+    assert _ridge_solver(_nnls_rows, 0.0) is _nnls_rows
+    norms = []
+    for ridge in (0.0, 1e-3, 1e-2, 1e-1):
+        b = _ridge_solver(_nnls_rows, ridge)(g, y)
+        c = ridge * np.sum(g * g) / g.shape[1]
+        grad = 2 * (b @ g.T @ g - y.T @ g + c * b)  # of the objective in B
+        assert np.all(b >= 0)
+        np.testing.assert_allclose(grad[b > 0], 0.0, atol=1e-8)
+        assert np.all(grad[b == 0] >= -1e-8)
+        np.testing.assert_allclose(_ridge_solver(_nnls_columns, ridge)(g, y), b, atol=1e-9)
+        norms.append(np.linalg.norm(b))
+    assert np.all(np.diff(norms) < 0)  # the Tikhonov path shrinks
+
+
+def test_cnmf_spa_ridge_zero_is_alg2_and_small_ridge_stays_close(sampled_case):
+    _, _, m = sampled_case
+    base, info = cnmf_spa(m, 3, random_state=0)
+    same, info0 = cnmf_spa(m, 3, random_state=0, ridge=0.0)
+    np.testing.assert_array_equal(base.weights, same.weights)
+    assert info["ridge"] == info0["ridge"] == 0.0
+    split = info["split"]
+    exact, _ = cnmf_spa(m, 3, split=split)
+    tiny, _ = cnmf_spa(m, 3, split=split, ridge=1e-10)
+    reg, info_r = cnmf_spa(m, 3, split=split, ridge=0.05)
+    assert info_r["ridge"] == 0.05
+    for a, b, c in zip(exact.factors, tiny.factors, reg.factors, strict=True):
+        np.testing.assert_allclose(b, a, atol=1e-6)
+        np.testing.assert_allclose(c.sum(axis=0), 1.0)
+    s2 = split[1]
+    assert any(not np.allclose(exact.factors[v], reg.factors[v]) for v in s2)
+    for v in split[0]:  # S1 factors come from the anchor columns, not from H
+        np.testing.assert_array_equal(exact.factors[v], reg.factors[v])
+    with pytest.raises(ValueError, match="'ridge'"):
+        cnmf_spa(m, 3, ridge=-1.0)
+
+
+def test_opt_keeps_a_variable_with_no_observed_pair_finite():
+    """A variable none of whose pairs is observed (Table 3 at p = 0.005) has no EM
+    update: its factor stays where it started instead of 0/0 = NaN."""
+    from bayespmf import CategoricalData
+    from bayespmf.datasets import make_latent_class
+
+    d, _ = make_latent_class(500, [3, 3, 4, 3, 2], rank=2, random_state=0)
+    codes = np.array(d.codes)
+    codes[:, 0] = -1
+    m = pairwise_marginals(CategoricalData.from_codes(codes, n_categories=d.n_categories))
+    unobserved = []
+    for solver in ("squarem", "em"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            params, _ = cnmf_opt(m, 2, solver=solver, init="random", random_state=0)
+        assert all(np.isfinite(f).all() for f in params.factors)
+        assert np.isfinite(params.weights).all()
+        np.testing.assert_allclose(params.factors[0].sum(axis=0), 1.0)
+        unobserved.append(sorted(map(tuple, params.factors[0].T.round(12))))
+    # both keep the same random start's columns there (up to the class order)
+    assert unobserved[0] == unobserved[1]

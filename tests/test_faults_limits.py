@@ -171,6 +171,9 @@ def test_auto_leaves_out_the_spectral_start_that_does_not_fit(monkeypatch):
     assert model.loglik_ == fit.loglik
 
 
+# this data (one variable of 100 categories, 300 rows) has two optima 0.445 units apart
+# that 10 starts do not replicate: the warning is right and not what this test checks
+@pytest.mark.filterwarnings("ignore::bayespmf.fit.multistart.LocalOptimumWarning")
 def test_auto_keeps_the_spectral_start_when_it_fits(monkeypatch):
     data, _ = make_latent_class(300, [100, 3, 4, 3, 2], rank=2, random_state=0)
     _budget(monkeypatch, 2**40)

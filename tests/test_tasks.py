@@ -21,6 +21,9 @@ def votes_table():
         n_trials=2,
         ranks=[3],
         random_state=7,
+        # the estimator's own start, so that a direct LatentClassPMF fit reproduces it
+        # (the choice among starts: tests/test_task_starts.py)
+        spa_starts=["bootstrap"],
     )
 
 

@@ -36,7 +36,14 @@ from bayespmf.apps._splits import ClassifySplit, RatingSplit, trial_seeds
 from bayespmf.apps._splits import rating_values as rating_values  # re-exported
 from bayespmf.apps._task_baselines import classifier_trial, rating_baseline_trial
 from bayespmf.apps._task_checks import check_names, check_ranks
-from bayespmf.apps._task_latent import ITER_CHECKPOINTS, params_proba, select_latent
+from bayespmf.apps._task_latent import (
+    DEFAULT_SPA_STARTS,
+    ITER_CHECKPOINTS,
+    SPA_STARTS,
+    check_spa_starts,
+    params_proba,
+    select_latent,
+)
 from bayespmf.apps._task_posterior import (
     POSTERIOR_COMBINE,
     POSTERIOR_DEFAULTS,
@@ -51,11 +58,13 @@ from bayespmf.fit.latent_class import METHODS, max_identifiable_rank
 __all__ = [
     "CLASSIFY_METHODS",
     "DEFAULT_RANKS",
+    "DEFAULT_SPA_STARTS",
     "ITER_CHECKPOINTS",
     "POSTERIOR_COMBINE",
     "POSTERIOR_DEFAULTS",
     "PROTOCOL_DEFAULTS",
     "RATING_METHODS",
+    "SPA_STARTS",
     "check_task_inputs",
     "classify",
     "predict_ratings",
@@ -79,6 +88,7 @@ PROTOCOL_DEFAULTS = {
     "max_iter": None,
     "tol": None,
     "random_state": None,
+    "spa_starts": DEFAULT_SPA_STARTS,
     "posterior": False,
     "progressbar": False,
 }
@@ -235,7 +245,7 @@ def _check_run_args(task, args):
     """The checks of :func:`_run` before any trial (also run by :func:`check_task_inputs`).
 
     ``args``: the task function's arguments by name. Returns ``(methods, baselines,
-    n_trials, ranks, configs, seeds)``.
+    n_trials, ranks, configs, seeds)``; ``spa_starts`` is checked in place.
     """
     methods = check_names(args["methods"], METHODS, "method")
     baselines = check_names(args["baselines"], task.baselines, "baseline")
@@ -246,6 +256,7 @@ def _check_run_args(task, args):
         raise DataValidationError(
             f"'fractions' must be three fractions summing to 1; got {fractions!r}."
         )
+    args["spa_starts"] = check_spa_starts(args["spa_starts"])
     configs = posterior_options(args["posterior"])
     seeds = trial_seeds(args["random_state"], n_trials)
     return methods, baselines, n_trials, ranks, configs, seeds
@@ -325,12 +336,16 @@ def _run(task, split_fn, args):
                     run_methods.append(need)
             for method in run_methods:
                 bar.set_description(f"{task.name} trial {trial + 1}/{n_trials}: {method}")
-                best = select_latent(method, split, ranks, seed, max_iter, tol)
+                best = select_latent(
+                    method, split, ranks, seed, max_iter, tol, args["spa_starts"]
+                )
                 chosen[method] = best
                 if method not in methods:
                     continue
                 metrics = split.evaluate_proba(params_proba(best["params"]), "test")
                 selected = f"rank={best['rank']}, iter={best['n_iter']}"
+                if best.get("start") is not None:
+                    selected += f", start={best['start']}"
                 fit_s, total_s = best["fit_s"], best["total_s"]
                 rec = _record(method, "latent-class", at, metrics, selected, fit_s, total_s)
                 records.append(rec | {"not_converged": best["not_converged"]})
@@ -437,6 +452,15 @@ def classify(
         Of the iterative stage (the estimator's defaults when None).
     random_state : None, int or numpy.random.Generator
         Seeds the splits and every fit; an int makes the table reproducible.
+    spa_starts : sequence of str, default DEFAULT_SPA_STARTS
+        The CNMF-SPA starts of the methods built on CNMF-SPA (``"cnmf-spa"`` itself,
+        ``"cnmf-spa-em"``, ``"cnmf-spa-squarem"``, ``"cnmf-opt"``), keys of
+        :data:`SPA_STARTS`: the package's bootstrap-chosen split (``"bootstrap"``,
+        what :class:`~bayespmf.estimators.LatentClassPMF` fits), the paper's fixed
+        split with ``M = 5`` (``"paper"``), and both with the regularized H step of
+        :func:`~bayespmf.kernels.cnmf.cnmf_spa` (``"bootstrap-ridge"``,
+        ``"paper-ridge"``). The method is fitted from each at every rank, and the
+        start is chosen on the validation part with the rank and the iteration count.
     posterior : bool, dict or list of dicts, default False
         Add posterior-predictive rows: NUTS (or ADVI) on the training part, started
         from the validation-best iterate of ``rank_from`` (default ``"cnmf-spa-em"``)
@@ -468,7 +492,8 @@ def classify(
         ``accuracy_mean``, ``accuracy_std`` (percent; std over trials, ddof 0),
         ``fit_s`` (seconds to fit the selected configuration, mean over trials),
         ``total_s`` (seconds for the whole grid of the trial), ``selected`` (the most
-        frequent selected rank/iteration or hyperparameter), ``n_trials``, ``notes``.
+        frequent selected rank/iteration (and CNMF-SPA start) or hyperparameter),
+        ``n_trials``, ``notes``.
         ``.attrs["trials"]`` lists the per-trial records.
 
     Raises
@@ -481,7 +506,8 @@ def classify(
     The protocol of Ibrahim & Fu, Sec. 5.3: random 50 : 20 : 30 splits, the joint PMF of
     features and label learned on the training part, the label predicted by
     ``argmax_y Pr(y | x)``; rank and (EM-based methods) iteration count chosen on the
-    validation part, over :data:`DEFAULT_RANKS` and :data:`ITER_CHECKPOINTS`. The
+    validation part, over :data:`DEFAULT_RANKS` and :data:`ITER_CHECKPOINTS` (and, for
+    the methods built on CNMF-SPA, over the starts ``spa_starts``). The
     baselines' hyperparameters are chosen on the same validation part
     (:data:`bayespmf.apps.baselines.CLASSIFIER_GRIDS`). Only rows whose target is observed
     are scored.
@@ -522,9 +548,11 @@ def predict_ratings(
         rating data whose categories are the rating values (``"1"``..``"5"``).
     methods, baselines : sequence of str
         Latent-class methods and keys of :data:`bayespmf.apps.baselines.RATING_BASELINES`.
-    n_trials, ranks, fractions, max_iter, tol, random_state, posterior, progressbar
-        As in :func:`classify`; ``fractions`` are those of the *observed ratings*
+    n_trials, ranks, fractions, max_iter, tol, random_state, spa_starts, posterior
+        As in :func:`classify` (the paper's split of ``spa_starts``: the first five
+        movies in ``S1``); ``fractions`` are those of the *observed ratings*
         kept for training, hidden for validation and hidden for test.
+    progressbar : bool, default False
 
     Returns
     -------

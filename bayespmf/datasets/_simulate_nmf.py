@@ -2,7 +2,12 @@ r"""Simulated data for NMF by purification: :math:`y = A^* x^* + \nu` (Li, Liang
 
 The generative model of Sec. 3, eq. (1), with the weight distributions of
 Assumption (A2') (the simplified case of Theorem 1) and (A2), the noise models (N1)
-and (N2), and a warm start satisfying (A3).
+and (N2), and a warm start satisfying (A3): :func:`make_purification_data` draws a
+ground truth and a data set; :func:`sample_purification_points` draws more points of
+the same ground truth (the fresh examples of Alg. 1, line 2); and
+:func:`purification_population` lists the whole distribution of the data points under
+(A2') when it is discrete, so that an expectation over it is exact (the infinite-sample
+regime of the analysis, Sec. 5.1).
 """
 
 from __future__ import annotations
@@ -18,7 +23,16 @@ from bayespmf._validation import (
     check_random_state,
 )
 
-__all__ = ["PurificationTruth", "make_purification_data"]
+__all__ = [
+    "PurificationTruth",
+    "make_purification_data",
+    "purification_population",
+    "sample_purification_points",
+]
+
+#: The largest number of components whose 2**n binary weight vectors
+#: purification_population lists (65536 rows).
+MAX_POPULATION_COMPONENTS = 16
 
 _WEIGHTS = ("bernoulli", "sparse-uniform")
 _NOISE = ("none", "adversarial", "unbiased")
@@ -37,12 +51,16 @@ class PurificationTruth(NamedTuple):
         :math:`\nu` of every data point.
     init : ndarray, shape (n_features, n_components)
         Warm start :math:`A^{(0)} = A^*(\Sigma^{(0)} + E^{(0)})` of Assumption (A3).
+    adversary : ndarray, shape (n_features, n_components), or None
+        The fixed Gaussian :math:`G` of the adversarial noise
+        :math:`\nu = C_\nu \mathrm{sign}(G x^*)` (None for the other noise models).
     """
 
     components: np.ndarray
     weights: np.ndarray
     noise: np.ndarray
     init: np.ndarray
+    adversary: np.ndarray | None = None
 
 
 def make_purification_data(
@@ -126,6 +144,31 @@ def make_purification_data(
             f"Assumption (A1)). Got n_features={n_features}, "
             f"n_components={n_components}."
         )
+    sparsity, noise_level = _check_model(
+        owner, n_components, sparsity, weights, noise, noise_level
+    )
+    init_quality = check_float(init_quality, "init_quality", owner=owner, low=0.0)
+    if init_quality >= 1.0:
+        raise ValueError(
+            f"The 'init_quality' parameter of {owner} must be in [0, 1). Got "
+            f"{init_quality}."
+        )
+    rng = check_random_state(random_state)
+    a = rng.uniform(size=(n_features, n_components))
+    a /= a.sum(axis=0)
+    y, x, nu, g = _draw_points(
+        rng, a, n_samples, sparsity, weights, noise, noise_level, adversary=None
+    )
+    sigma = np.diag(rng.uniform(1.0 - init_quality, 1.0, size=n_components))
+    e = rng.random((n_components, n_components))
+    np.fill_diagonal(e, 0.0)
+    sym = max(e.sum(axis=0).max(), e.sum(axis=1).max()) if n_components > 1 else 1.0
+    e *= init_quality / sym if sym > 0 else 0.0
+    return y, PurificationTruth(a, x, nu, a @ (sigma + e), g)
+
+
+def _check_model(owner, n_components, sparsity, weights, noise, noise_level):
+    """Validated ``(sparsity, noise_level)`` of the weight and noise models."""
     sparsity = check_float(
         sparsity, "sparsity", owner=owner, low=0.0, high=float(n_components), low_open=True
     )
@@ -143,30 +186,182 @@ def make_purification_data(
             f"{owner} got noise_level={noise_level} with noise='none'. Pass "
             "noise='adversarial' or 'unbiased', or leave noise_level at 0."
         )
-    init_quality = check_float(init_quality, "init_quality", owner=owner, low=0.0)
-    if init_quality >= 1.0:
-        raise ValueError(
-            f"The 'init_quality' parameter of {owner} must be in [0, 1). Got "
-            f"{init_quality}."
-        )
-    rng = check_random_state(random_state)
-    a = rng.uniform(size=(n_features, n_components))
-    a /= a.sum(axis=0)
+    return sparsity, noise_level
+
+
+def _draw_points(rng, a, n_samples, sparsity, weights, noise, noise_level, adversary):
+    """``(y, x, nu, G)``: weights, noise and data points of the ground truth ``a``.
+
+    The adversary ``G`` is drawn here (after the weights) when the noise is
+    adversarial and none is given; it is None for the other noise models.
+    """
+    n_features, n_components = a.shape
     on = rng.random((n_samples, n_components)) < sparsity / n_components
     x = on.astype(float)
     if weights == "sparse-uniform":
         x *= rng.random((n_samples, n_components))
+    g = None
     if noise == "adversarial":
-        g = rng.standard_normal((n_features, n_components))
+        g = (
+            rng.standard_normal((n_features, n_components))
+            if adversary is None
+            else adversary
+        )
         nu = noise_level * np.sign(x @ g.T)
     elif noise == "unbiased":
         nu = noise_level * rng.choice([-1.0, 1.0], size=(n_samples, n_features))
     else:
         nu = np.zeros((n_samples, n_features))
-    y = x @ a.T + nu
-    sigma = np.diag(rng.uniform(1.0 - init_quality, 1.0, size=n_components))
-    e = rng.random((n_components, n_components))
-    np.fill_diagonal(e, 0.0)
-    sym = max(e.sum(axis=0).max(), e.sum(axis=1).max()) if n_components > 1 else 1.0
-    e *= init_quality / sym if sym > 0 else 0.0
-    return y, PurificationTruth(a, x, nu, a @ (sigma + e))
+    return x @ a.T + nu, x, nu, g
+
+
+def _check_truth(components, adversary, noise, owner):
+    a = np.asarray(components, dtype=np.float64)
+    if a.ndim != 2 or a.size == 0 or not np.all(np.isfinite(a)):
+        raise DataValidationError(
+            f"The 'components' argument of {owner} must be a finite, non-empty 2-D array "
+            f"(n_features, n_components). Got shape {a.shape}."
+        )
+    if noise == "adversarial":
+        g = None if adversary is None else np.asarray(adversary, dtype=np.float64)
+        if g is None or g.shape != a.shape or not np.all(np.isfinite(g)):
+            raise DataValidationError(
+                f"{owner} with noise='adversarial' needs the 'adversary' G of the ground "
+                f"truth (PurificationTruth.adversary), a finite array of shape {a.shape}. "
+                f"Got {None if g is None else g.shape}."
+            )
+        return a, g
+    return a, None
+
+
+def sample_purification_points(
+    n_samples: int,
+    components,
+    *,
+    sparsity: float = 2.0,
+    weights: str = "bernoulli",
+    noise: str = "none",
+    noise_level: float = 0.0,
+    adversary=None,
+    random_state=None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Fresh data points :math:`y = A^* x^* + \nu` of a given ground truth.
+
+    Alg. 1 draws new examples at every iteration (line 2); this draws them for the
+    :math:`A^*` (and, for adversarial noise, the :math:`G`) of a
+    :class:`PurificationTruth`, with the weight and noise models of
+    :func:`make_purification_data`.
+
+    Parameters
+    ----------
+    n_samples : int
+    components : array_like, shape (n_features, n_components)
+        :math:`A^*`.
+    sparsity, weights, noise, noise_level
+        As in :func:`make_purification_data`.
+    adversary : array_like, shape (n_features, n_components), optional
+        The :math:`G` of adversarial noise; required with ``noise="adversarial"``.
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    Y : ndarray, shape (n_samples, n_features)
+    x : ndarray, shape (n_samples, n_components)
+        The weights :math:`x^*`.
+    nu : ndarray, shape (n_samples, n_features)
+        The noise.
+
+    Raises
+    ------
+    DataValidationError
+        Malformed ``components``, adversarial noise without ``adversary``, or an
+        unknown model.
+    ValueError
+        A count or level outside its range.
+
+    Examples
+    --------
+    >>> Y, truth = make_purification_data(10, 8, 4, random_state=0)
+    >>> Y2, x2, nu2 = sample_purification_points(5, truth.components, random_state=1)
+    >>> Y2.shape, bool(np.allclose(Y2, x2 @ truth.components.T))
+    ((5, 8), True)
+    """
+    owner = "sample_purification_points"
+    n_samples = check_int(n_samples, "n_samples", owner=owner, low=1)
+    a, g = _check_truth(components, adversary, noise, owner)
+    sparsity, noise_level = _check_model(
+        owner, a.shape[1], sparsity, weights, noise, noise_level
+    )
+    rng = check_random_state(random_state)
+    y, x, nu, _ = _draw_points(rng, a, n_samples, sparsity, weights, noise, noise_level, g)
+    return y, x, nu
+
+
+def purification_population(
+    components,
+    *,
+    sparsity: float = 2.0,
+    noise: str = "none",
+    noise_level: float = 0.0,
+    adversary=None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Every data point of the (A2') model with its probability.
+
+    Under Assumption (A2') the weights are binary, :math:`x^*_i = 1` with probability
+    :math:`s/n` independently, so the data points :math:`y = A^* x^* + \nu(x^*)` take
+    :math:`2^n` values when the noise is a function of :math:`x^*` (none, or the
+    adversarial :math:`C_\nu \mathrm{sign}(G x^*)`). An average over these rows
+    with these probabilities is the exact expectation of Alg. 1's update (the
+    infinite-sample setting of Sec. 5.1).
+
+    Parameters
+    ----------
+    components : array_like, shape (n_features, n_components)
+        :math:`A^*`, with at most ``MAX_POPULATION_COMPONENTS`` columns.
+    sparsity, noise, noise_level, adversary
+        As in :func:`sample_purification_points`; ``noise="unbiased"`` (with
+        :math:`2^m` sign patterns per weight vector) is refused.
+
+    Returns
+    -------
+    Y : ndarray, shape (2**n, n_features)
+    probabilities : ndarray, shape (2**n,)
+
+    Raises
+    ------
+    DataValidationError
+        More than ``MAX_POPULATION_COMPONENTS`` components, unbiased noise, or the
+        errors of :func:`sample_purification_points`.
+
+    Examples
+    --------
+    >>> Y, truth = make_purification_data(10, 6, 3, random_state=0)
+    >>> rows, prob = purification_population(truth.components, sparsity=1.0)
+    >>> rows.shape, round(float(prob.sum()), 12), round(float(prob[0]), 4)   # x* = 0
+    ((8, 6), 1.0, 0.2963)
+    """
+    owner = "purification_population"
+    a, g = _check_truth(components, adversary, noise, owner)
+    n = a.shape[1]
+    if n > MAX_POPULATION_COMPONENTS:
+        raise DataValidationError(
+            f"{owner} lists the 2**n weight vectors, so it needs n_components <= "
+            f"{MAX_POPULATION_COMPONENTS}. Got {n}; draw points with "
+            "sample_purification_points instead."
+        )
+    if noise == "unbiased":
+        raise DataValidationError(
+            f"{owner} cannot list unbiased noise (2**n_features sign patterns per weight "
+            "vector); draw fresh points with sample_purification_points instead."
+        )
+    sparsity, noise_level = _check_model(
+        owner, n, sparsity, "bernoulli", noise, noise_level
+    )
+    x = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1).astype(float)
+    p = sparsity / n
+    k = x.sum(axis=1)
+    prob = p**k * (1.0 - p) ** (n - k)
+    y = x @ a.T
+    if noise == "adversarial":
+        y = y + noise_level * np.sign(x @ g.T)
+    return y, prob / prob.sum()

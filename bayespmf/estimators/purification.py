@@ -37,8 +37,15 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
         Rows drawn per iteration; all by default.
     pinv_method : {"min-inf", "moore-penrose"}, default "min-inf"
         Left inverse used to decode (Alg. 1 uses the minimum-:math:`\infty`-norm one).
+    guard : bool, default True
+        Data-only checks that the result is not worse than the warm start: stop and
+        keep the best iterate when the features leave the data's subspace, and warn
+        (:class:`~bayespmf.fit.purification.PurificationWarning`) when the noise is
+        above the theorems' allowance or the sampling error is as large as the
+        distance moved (see :func:`bayespmf.fit.purification.purification`). False
+        runs Alg. 1 alone.
     random_state : None, int or numpy.random.Generator
-        Seeds the batches (the only random part).
+        Seeds the batches and the guard's split of the rows (the random parts).
     progressbar : bool, default False
         Show a progress bar over the iterations.
     n_iter : int, optional
@@ -56,7 +63,14 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
     change_ : ndarray, shape (n_iter_,)
         :math:`\|A^{(t+1)} - A^{(t)}\|_1` per iteration.
     n_iter_ : int
-        Iterations run (``max_iter``).
+        Iterations run (``max_iter`` unless the guard stopped the run).
+    best_iter_ : int
+        The iteration whose features are returned (``n_iter_`` unless the guard
+        stopped the run).
+    guard_ : dict
+        The guard's diagnostics (``criterion``, ``stopped``, ``noise_level``,
+        ``noise_allowance``, ``sampling_error``, ``distance_from_start``,
+        ``reasons``); empty with ``guard=False``.
 
     Notes
     -----
@@ -76,10 +90,11 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
     Examples
     --------
     >>> from bayespmf.datasets._simulate_nmf import make_purification_data
-    >>> Y, truth = make_purification_data(2000, 12, 4, random_state=0)
-    >>> model = PurificationNMF(4, max_iter=30, eta=0.3, alpha=0.2).fit(Y, init=truth.init)
-    >>> model.components_.shape, model.transform(Y[:3]).shape
-    ((12, 4), (3, 4))
+    >>> Y, truth = make_purification_data(20000, 12, 4, random_state=0)
+    >>> model = PurificationNMF(4, max_iter=30, eta=0.3, alpha=0.2, random_state=0)
+    >>> model = model.fit(Y, init=truth.init)
+    >>> model.components_.shape, model.transform(Y[:3]).shape, model.guard_["reasons"]
+    ((12, 4), (3, 4), [])
     """
 
     def __init__(
@@ -93,6 +108,7 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
         balance: bool = True,
         batch_size: int | None = None,
         pinv_method: str = "min-inf",
+        guard: bool = True,
         random_state=None,
         progressbar: bool = False,
         n_iter="deprecated",
@@ -105,6 +121,7 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
         self.balance = balance
         self.batch_size = batch_size
         self.pinv_method = pinv_method
+        self.guard = guard
         self.random_state = random_state
         self.progressbar = progressbar
         self.n_iter = n_iter
@@ -138,6 +155,8 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
 
         Warns
         -----
+        PurificationWarning
+            With ``guard``, when the result may be worse than the warm start.
         FutureWarning
             ``n_iter`` is set (use ``max_iter``).
         """
@@ -179,6 +198,9 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
         self.scale_ = info["scale"]
         self.change_ = info["change"]
         self.n_iter_ = int(info["change"].size)
+        self.best_iter_ = int(info["best_iter"])
+        kept = ("r", "scale", "change", "best_iter")
+        self.guard_ = {k: v for k, v in info.items() if k not in kept}
         return self
 
     def transform(self, Y) -> np.ndarray:

@@ -374,15 +374,21 @@ def cnmf_opt_mm_map(weights, factors_stacked, problem: CNMFOptProblem):
     ``A <- A * G`` (columns of every block renormalized) and
     ``lambda <- lambda * sum_p A(p, :) G(p, :)`` (renormalized); every update keeps
     the constraints and never raises the objective (Dempster, Laird & Rubin 1977).
+    A block column that receives no mass (a variable none of whose pairs was
+    observed) is left as it was.
     """
     lam = np.asarray(weights, dtype=float)
     a = np.asarray(factors_stacked, dtype=float)
     f, model = _misfit(a, lam, problem)
     g = (problem.pair_weights * problem.joint / model) @ a
     a_new = a * g
-    a_new /= np.repeat(_block_sums(a_new, problem.blocks), problem.n_categories, axis=0)
+    sums = np.repeat(_block_sums(a_new, problem.blocks), problem.n_categories, axis=0)
+    # a block column with no pair observed (or no mass) has no update: it stays
+    empty = sums <= 0.0
+    a_new = np.where(empty, a, a_new / np.where(empty, 1.0, sums))
     lam_new = lam * np.einsum("pf,pf->f", a, g)
-    lam_new /= lam_new.sum()
+    total = lam_new.sum()
+    lam_new = lam_new / total if total > 0.0 else lam
     return lam_new, a_new, -f
 
 

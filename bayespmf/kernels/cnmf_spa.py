@@ -24,6 +24,7 @@ from scipy.optimize import linear_sum_assignment, nnls
 from bayespmf._validation import (
     DataValidationError,
     check_choice,
+    check_float,
     check_int,
     check_random_state,
 )
@@ -224,12 +225,35 @@ def _nnls_columns(G: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return best
 
 
-def _spa_on_split(joint, offsets, n_cat, rank, s1, s2, observed, batched=False):
+def _ridge_solver(solve, ridge: float):
+    """``solve(G, Y)`` of Tikhonov-regularized NNLS: ``cnmf_spa(ridge=...)``, Notes.
+
+    ``argmin_{B >= 0} ||Y - G B^T||_F^2 + c ||B||_F^2`` with ``c = ridge * ||G||_F^2 /
+    F`` (``ridge`` times the mean squared column norm of ``G``, so the weight does not
+    depend on the scale of the marginals), solved as the NNLS of the augmented system
+    ``[G; sqrt(c) I] B^T = [Y; 0]``. ``ridge = 0``: ``solve`` itself.
+    """
+    if ridge == 0.0:
+        return solve
+
+    def solve_ridge(G, Y):
+        n_f = G.shape[1]
+        c = ridge * float(np.sum(G * G)) / n_f
+        if c <= 0.0:
+            return solve(G, Y)
+        g = np.vstack([G, np.sqrt(c) * np.eye(n_f)])
+        return solve(g, np.vstack([Y, np.zeros((n_f, Y.shape[1]))]))
+
+    return solve_ridge
+
+
+def _spa_on_split(joint, offsets, n_cat, rank, s1, s2, observed, batched=False, ridge=0.0):
     """Alg. 2 for one split; returns (weights, stacked factors, detail) or a reason.
 
-    ``batched``: the NNLS problems by :func:`_nnls_columns` (``cnmf_spa(batched=True)``).
+    ``batched``: the NNLS problems by :func:`_nnls_columns` (``cnmf_spa(batched=True)``);
+    ``ridge``: their Tikhonov weight (:func:`_ridge_solver`).
     """
-    solve = _nnls_columns if batched else _nnls_rows
+    solve = _ridge_solver(_nnls_columns if batched else _nnls_rows, ridge)
     in_split = set(s1) | set(s2)
     outside = [v for v in range(n_cat.size) if v not in in_split]
     s1, s2, rest = _prune_split(s1, s2, observed)
@@ -325,12 +349,12 @@ def _param_error(weights, stacked, ref_weights, ref_stacked, n_vars: int) -> flo
     return float(err_a + np.sum((weights[perm] - ref_weights) ** 2))
 
 
-def _bootstrap_select(fits, m, rank, observed, n_boot, rng, batched=False):
+def _bootstrap_select(fits, m, rank, observed, n_boot, rng, batched=False, ridge=0.0):
     """Parametric-bootstrap error of every split in ``fits`` (see cnmf_spa, Notes).
 
     ``fits`` maps split -> (misfit, weights, stacked); the lowest misfit is the
-    reference model. Returns {split: mean error over the replicates}. ``batched``:
-    as :func:`cnmf_spa`'s.
+    reference model. Returns {split: mean error over the replicates}. ``batched``,
+    ``ridge``: as :func:`cnmf_spa`'s.
     """
     ref = min(fits, key=lambda c: fits[c][0])
     _, ref_w, ref_a = fits[ref]
@@ -342,7 +366,7 @@ def _bootstrap_select(fits, m, rank, observed, n_boot, rng, batched=False):
     for _ in range(n_boot):
         draw_replicate(x, plan, rng)
         for cand in fits:
-            out = _spa_on_split(x, offsets, n_cat, rank, *cand, observed, batched)
+            out = _spa_on_split(x, offsets, n_cat, rank, *cand, observed, batched, ridge)
             if isinstance(out, str):  # cannot happen: the split held on the data
                 err[cand] = np.inf
                 continue
@@ -361,6 +385,7 @@ def cnmf_spa(
     min_count: int = 1,
     random_state=None,
     batched: bool = False,
+    ridge: float = 0.0,
 ) -> tuple[LatentClassParams, dict]:
     """Latent-class parameters from pairwise marginals by CNMF-SPA (Alg. 2).
 
@@ -398,6 +423,10 @@ def cnmf_spa(
         whose misfits tie to rounding may be ranked the other way); on 2000 binary
         items it cuts a candidate split from about 0.4 s to 0.2 s.
         ``fit_latent_class``'s default uses it on wide data.
+    ridge : float, default 0.0
+        Tikhonov weight of the nonnegative least-squares steps (line 11 and Theorem 2
+        (iv)), relative to the mean squared column norm of their design matrix; 0 is
+        Alg. 2's exact NNLS. See Notes, "Regularized H".
 
     Returns
     -------
@@ -413,7 +442,7 @@ def cnmf_spa(
         ``selection`` (the rule that decided: "bootstrap", or "misfit" when it was
         asked for, only one candidate was left, or the fit was exact) and
         ``bootstrap_error`` (list of ``(split, estimated factor MSE)`` for the
-        bootstrapped candidates; empty without a bootstrap).
+        bootstrapped candidates; empty without a bootstrap), ``ridge``.
 
     Raises
     ------
@@ -470,6 +499,25 @@ def cnmf_spa(
     the rules with the paper's fixed ``M = 3``. Cost: one CNMF-SPA per candidate and
     replicate.
 
+    **Regularized H.** Line 11 is a least-squares problem in ``W``, the
+    column-normalized anchor columns; when the anchor columns are nearly collinear
+    (few categories in ``S1``, classes that differ in few variables) it is
+    ill-conditioned and its exact NNLS solution fits sampling noise, putting exact
+    zeros in ``H`` where the population factor is small but positive. With
+    ``ridge = r > 0`` every NNLS step solves instead the Tikhonov-regularized problem
+    ``min_{H >= 0} ||X - W H^T||_F^2 + c ||H||_F^2``, ``c = r ||W||_F^2 / F``
+    (Tikhonov and Arsenin, *Solutions of Ill-posed Problems*, 1977), which damps the
+    directions ``W`` barely determines. The authors' released ``SingleSPA.m`` does
+    not solve line 11 exactly either: it runs a fixed 300 projected-gradient steps
+    from a random start, an early-stopped Landweber iteration, which regularizes much
+    as Tikhonov's penalty does (Engl, Hanke and Neubauer, *Regularization of Inverse
+    Problems*, 1996, Ch. 6); ``ridge`` is the deterministic form. As a start for EM
+    (CNMF-SPA-EM) on the UCI Car data (M = 5 split, 10 random splits) the exact NNLS
+    start classified at 81.5 %, ``ridge = 0.01`` at 87.0 % and ``SingleSPA``'s at
+    87.1 %: EM cannot leave a (floored) zero of its start, so zeros fitted to noise
+    stay. ``bayespmf.apps.tasks`` chooses between the exact and the regularized start
+    on validation data.
+
     Examples
     --------
     >>> from bayespmf.marginals import PairwiseMarginals
@@ -490,6 +538,7 @@ def cnmf_spa(
         raise ValueError(
             f"The 'batched' argument of {owner} must be True or False. Got {batched!r}."
         )
+    ridge = check_float(ridge, "ridge", owner=owner, low=0.0)
     observed = observed_pairs(m, min_count, owner)
     rng = check_random_state(random_state)
     if split is None:
@@ -506,7 +555,7 @@ def cnmf_spa(
         wj = wt * joint
         c0 = float(np.vdot(wj, joint))
     for cand in candidates:
-        out = _spa_on_split(joint, offsets, n_cat, rank, *cand, observed, batched)
+        out = _spa_on_split(joint, offsets, n_cat, rank, *cand, observed, batched, ridge)
         if isinstance(out, str):
             tried.append((cand, out))
             continue
@@ -534,7 +583,7 @@ def cnmf_spa(
     shortlist = {c: fits[c] for c in ranked if fits[c][0] <= limit}
     if selection == "bootstrap" and len(shortlist) > 1 and fits[best][0] > OBJECTIVE_FLOOR:
         boot = _bootstrap_select(
-            shortlist, m, rank, observed, n_bootstrap, rng, batched=batched
+            shortlist, m, rank, observed, n_bootstrap, rng, batched=batched, ridge=ridge
         )
         best = min(boot, key=lambda c: (boot[c], fits[c][0]))
     misfit, lam, stacked = fits[best]
@@ -545,5 +594,6 @@ def cnmf_spa(
         "candidates": tried,
         "selection": selection if boot else "misfit",
         "bootstrap_error": list(boot.items()),
+        "ridge": ridge,
     }
     return params, info

@@ -1,0 +1,74 @@
+"""The generated "published against ours" tables: verdicts, round trip, and freshness.
+
+``docs/papers.md`` and the README's summary are written by
+``benchmarks/paper_tables.py`` from the JSON files of the paper scripts; the check
+below fails when someone edits them by hand or forgets to regenerate them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _paper import Cell, Report, load  # noqa: E402
+
+
+def _cell(ours, published=1.0, *, sd=0.0, trials=1, authors=None, better="lower"):
+    return Cell(
+        "P", "Table 1", "m", "c", "MSE", published, ours, sd, trials, authors, better
+    )
+
+
+@pytest.mark.parametrize(
+    ("cell", "verdict"),
+    [
+        (_cell(0.9), "ok"),
+        (_cell(1.0), "ok"),
+        (_cell(1.1), "worse"),
+        # 1.1 against 1.0 with sd 0.4 over 16 trials: 2 standard errors are 0.2
+        (_cell(1.1, sd=0.4, trials=16), "within MC error"),
+        (_cell(1.5, sd=0.4, trials=16), "worse"),
+        (_cell(1.5, authors=1.6), "worse, as the authors' code"),
+        (_cell(1.5, authors=1.2), "worse, and worse than the authors' code"),
+        (_cell(1.5, sd=0.4, trials=4, authors=1.2), "worse, as the authors' code"),
+        (_cell(1.5, authors=0.8), "worse"),
+        (_cell(0.8, better="higher"), "worse"),
+        (_cell(1.2, better="higher"), "ok"),
+        (_cell(5.0, better=None), "-"),
+        (_cell(None), "not run"),
+        (_cell(float("nan")), "worse"),
+    ],
+)
+def test_verdicts(cell, verdict):
+    assert cell.verdict == verdict
+
+
+def test_report_add_summary_and_json_round_trip(tmp_path):
+    report = Report("Paper", "python x.py", settings={"trials": 3})
+    c = report.add("Table 2", "EM", "S=1e3", "MSE", 0.5, [0.1, 0.2, 0.3])
+    assert c.ours == pytest.approx(0.2) and c.sd == pytest.approx(0.1) and c.trials == 3
+    report.add("Table 2", "EM", "S=1e4", "MSE", 0.05, None, note="refused")
+    report.add("Fig. 1", "EM", "x", "time s", 1.0, 2.0, better=None)
+    assert report.summary() == {"Table 2": {"ok": 1, "not run": 1}, "Fig. 1": {"-": 1}}
+    back = load(report.save(tmp_path / "r.json"))
+    assert [(c.row, c.ours, c.verdict) for c in back.cells] == [
+        (c.row, c.ours, c.verdict) for c in report.cells
+    ]
+    assert back.settings["trials"] == 3
+
+
+def test_generated_tables_match_the_saved_results():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "paper_tables.py"), "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

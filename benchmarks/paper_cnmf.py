@@ -34,7 +34,7 @@ from pathlib import Path
 import _cnmf_synthetic as syn
 import numpy as np
 from _common import parse_args_quick
-from _paper import RESULTS_DIR, Report
+from _paper import RESULTS_DIR, Report, load
 
 SYNTHETIC = (1, 2, 3, 4, 5)
 REAL = (7, 8, 9, 10, 11, 12, 13, 14)
@@ -177,6 +177,39 @@ def plot_error_curves(report: Report, plot_dir: Path) -> Path | None:
     return path
 
 
+def authors_values(paths, seed, ap) -> dict:
+    """``(table, row, column, metric) -> (authors' value, file name)`` of earlier runs."""
+    out = {}
+    for path in paths:
+        earlier = load(path)
+        if earlier.settings.get("seed") != seed:
+            ap.error(
+                f"--authors-from {path}: its run used seed "
+                f"{earlier.settings.get('seed')}, not --seed {seed}: not the same data"
+            )
+        for c in earlier.cells:
+            if c.authors is not None:
+                out[(c.table, c.row, c.column, c.metric)] = (c.authors, path.name)
+    return out
+
+
+def merge_reports(paths, out) -> int:
+    """Write the cells of the runs in ``paths`` (one paper) into one JSON file."""
+    parts = [load(p) for p in paths]
+    if len({r.paper for r in parts}) != 1:
+        raise SystemExit(f"--merge: the files are of different papers: {paths}")
+    merged = Report(parts[0].paper, parts[0].command)
+    seen = set()  # a cell in two files: the first file's is kept
+    for path, part in zip(paths, parts, strict=True):
+        for c in part.cells:
+            if (key := (c.table, c.row, c.column, c.metric)) not in seen:
+                seen.add(key)
+                merged.cells.append(c)
+        merged.settings[path.name] = part.settings | {"tables": part.tables()}
+    print(f"merged {len(merged.cells)} cells into {merged.save(out)}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -204,10 +237,26 @@ def main(argv=None) -> int:
         "run their code under Octave on trial 0 of every cell",
     )
     ap.add_argument(
+        "--authors-from",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="JSON files of earlier runs (same --seed): their authors' column fills "
+        "the cells where --authors-code is not given (their Octave runs take hours)",
+    )
+    ap.add_argument(
         "--json",
         type=Path,
         default=None,
         help=f"save the cells (e.g. {RESULTS_DIR / 'paper_cnmf.json'})",
+    )
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="instead of running: merge these JSON files (runs of different tables) "
+        "into --json",
     )
     ap.add_argument("--plot-dir", type=Path, default=RESULTS_DIR / "figures")
     real = _real_module()
@@ -233,6 +282,11 @@ def main(argv=None) -> int:
             f"--sizes must be among the paper's {list(syn.PAPER_SIZES)}; got {unknown}"
         )
     syn.SIZES = tuple(args.sizes)
+    if args.merge:
+        if args.json is None:
+            ap.error("--merge needs --json (the merged file)")
+        return merge_reports(args.merge, args.json)
+    authors_from = authors_values(args.authors_from, args.seed, ap)
 
     report = Report(syn.PAPER, "python benchmarks/paper_cnmf.py")
     report.settings = {
@@ -259,6 +313,7 @@ def main(argv=None) -> int:
             methods=args.methods,
             timings=timings,
             progress=lambda s: print(s, flush=True),
+            authors_from=authors_from,
         )
         report.print_table(table)
         print(f"{table}: {time.perf_counter() - t0:.0f} s", flush=True)

@@ -28,7 +28,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from _paper import RESULTS_DIR, fmt, load
+from _paper import RESULTS_DIR, fmt, fmt_authors, load
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "papers.md"
@@ -98,10 +98,12 @@ def document(by_paper) -> str:
         "paper scripts write with `--json` into `benchmarks/paper_results/`; do not edit",
         "by hand. Each cell: our mean over the trials (standard deviation, number of",
         "trials), the published number, the authors' public code run here on the first",
-        "trial's data where it was run, and the verdict: `ok` (ours at least as good),",
+        "trial's data where it was run (with ours on that same data in brackets), and",
+        "the verdict: `ok` (ours at least as good),",
         "`within MC error` (worse by less than two standard errors of our mean),",
-        "`worse, as the authors' code` (worse, and so is the authors' code on the same",
-        "data, by as much), `worse, and worse than the authors' code`, `worse`,",
+        "`worse, as the authors' code` (worse, and so is the authors' code, by as much:",
+        "on the same data, or by their mean over the same splits),",
+        "`worse, and worse than the authors' code`, `worse`,",
         "`not run` (the method refused the data; see the note), or `-`",
         "(reported, not judged: e.g. times on other hardware).",
         "",
@@ -139,7 +141,7 @@ def document(by_paper) -> str:
                     )
                     lines.append(
                         f"| {c.row} | {c.metric} | {c.column} | {ours} | "
-                        f"{fmt(c.published)} | {fmt(c.authors)} | {c.verdict} | "
+                        f"{fmt(c.published)} | {fmt_authors(c)} | {c.verdict} | "
                         f"{c.note.replace('|', '/')} |"
                     )
     return "\n".join(lines) + "\n"

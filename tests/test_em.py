@@ -364,3 +364,22 @@ def test_estep_blocks_threaded_split_equals_one_pass(monkeypatch):
     np.testing.assert_allclose(split[0][5], w5, rtol=1e-13)
     np.testing.assert_allclose(split[1][:, 5], a5, rtol=1e-13)
     np.testing.assert_allclose(split[2][5], ll5, rtol=1e-13)
+
+
+@pytest.mark.parametrize(
+    ("n_rows", "n_cat"),
+    [(2000, [3, 2, 4, 5]), (500, [2] * 70), (300, [1, 6]), (0, [3, 3])],
+)
+def test_unique_rows_is_numpy_unique_over_rows(n_rows, n_cat):
+    """The packed-key path (and the fallback beyond 62 bits: 70 binary items give
+    3**70) give np.unique's rows, order and inverse."""
+    from bayespmf.fit.source import unique_rows
+
+    rng = np.random.default_rng(len(n_cat))
+    codes = rng.integers(-1, np.array(n_cat), size=(n_rows, len(n_cat)))
+    uniq, inverse = unique_rows(codes, n_cat)
+    ref, ref_inverse = np.unique(codes, axis=0, return_inverse=True)
+    np.testing.assert_array_equal(uniq, ref)
+    np.testing.assert_array_equal(inverse, ref_inverse.ravel())
+    if n_rows:
+        np.testing.assert_array_equal(uniq[inverse], codes)

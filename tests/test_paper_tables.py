@@ -19,9 +19,22 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _paper import Cell, Report, load  # noqa: E402
 
 
-def _cell(ours, published=1.0, *, sd=0.0, trials=1, authors=None, better="lower"):
+def _cell(
+    ours, published=1.0, *, sd=0.0, trials=1, authors=None, better="lower", same=None
+):
     return Cell(
-        "P", "Table 1", "m", "c", "MSE", published, ours, sd, trials, authors, better
+        "P",
+        "Table 1",
+        "m",
+        "c",
+        "MSE",
+        published,
+        ours,
+        sd,
+        trials,
+        authors,
+        better,
+        ours_same_data=same,
     )
 
 
@@ -38,6 +51,15 @@ def _cell(ours, published=1.0, *, sd=0.0, trials=1, authors=None, better="lower"
         (_cell(1.5, authors=1.2), "worse, and worse than the authors' code"),
         (_cell(1.5, sd=0.4, trials=4, authors=1.2), "worse, as the authors' code"),
         (_cell(1.5, authors=0.8), "worse"),
+        # their code ran on one trial's data: ours on that data decides, not our mean
+        (
+            _cell(1.5, sd=0.4, trials=4, authors=1.2, same=1.1),
+            "worse, as the authors' code",
+        ),
+        (
+            _cell(1.1, sd=0.01, trials=4, authors=1.2, same=1.3),
+            "worse, and worse than the authors' code",
+        ),
         (_cell(0.8, better="higher"), "worse"),
         (_cell(1.2, better="higher"), "ok"),
         (_cell(5.0, better=None), "-"),
@@ -47,6 +69,13 @@ def _cell(ours, published=1.0, *, sd=0.0, trials=1, authors=None, better="lower"
 )
 def test_verdicts(cell, verdict):
     assert cell.verdict == verdict
+
+
+def test_authors_column_shows_ours_on_their_data():
+    from _paper import fmt_authors
+
+    assert fmt_authors(_cell(1.5, authors=1.2)) == "1.2"
+    assert fmt_authors(_cell(1.5, authors=1.2, same=1.1)) == "1.2 (ours 1.1)"
 
 
 def test_report_add_summary_and_json_round_trip(tmp_path):

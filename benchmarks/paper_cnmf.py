@@ -157,18 +157,35 @@ def plot_error_curves(report: Report, plot_dir: Path) -> Path | None:
     fig, axes = plt.subplots(
         1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False
     )
+    # one colour per method in every panel
+    color = {
+        row: f"C{i}"
+        for i, row in enumerate(
+            dict.fromkeys(c.row for c in report.cells if (c.table, c.metric) in panels)
+        )
+    }
     for ax, (table, metric) in zip(axes[0], panels, strict=True):
         cells = [c for c in report.cells if c.table == table and c.metric == metric]
-        for i, row in enumerate(dict.fromkeys(c.row for c in cells)):
+        for row in dict.fromkeys(c.row for c in cells):
             mine = [c for c in cells if c.row == row and c.ours is not None]
             s = [10 ** int(c.column.split("e")[-1]) for c in mine]
-            ax.loglog(s, [c.ours for c in mine], "-o", color=f"C{i}", label=row, ms=4)
+            ax.loglog(s, [c.ours for c in mine], "-o", color=color[row], label=row, ms=4)
             if all(c.published is not None for c in mine):
-                ax.loglog(s, [c.published for c in mine], "--", color=f"C{i}", alpha=0.6)
+                ax.loglog(s, [c.published for c in mine], "--", color=color[row], alpha=0.6)
         ax.set_title(f"{table}: {metric}")
         ax.set_xlabel("S (rows)")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    handles = {
+        row: plt.Line2D([], [], color=c, marker="o", ms=4) for row, c in color.items()
+    }
+    fig.legend(
+        handles.values(),
+        handles.keys(),
+        loc="lower center",
+        ncol=3,
+        fontsize=8,
+        bbox_to_anchor=(0.5, -0.12),
+    )
     fig.suptitle("Ibrahim & Fu: ours (solid) against published (dashed)")
     path = plot_dir / "cnmf_error_vs_S.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
@@ -193,8 +210,11 @@ def authors_values(paths, seed, ap) -> dict:
     return out
 
 
-def merge_reports(paths, out) -> int:
-    """Write the cells of the runs in ``paths`` (one paper) into one JSON file."""
+def merge_reports(paths, out, plot_dir) -> int:
+    """Write the cells of the runs in ``paths`` (one paper) into one JSON file.
+
+    The error curves of Tables 1, 2, 4, 5 are drawn again from the merged cells.
+    """
     parts = [load(p) for p in paths]
     if len({r.paper for r in parts}) != 1:
         raise SystemExit(f"--merge: the files are of different papers: {paths}")
@@ -207,6 +227,7 @@ def merge_reports(paths, out) -> int:
                 merged.cells.append(c)
         merged.settings[path.name] = part.settings | {"tables": part.tables()}
     print(f"merged {len(merged.cells)} cells into {merged.save(out)}")
+    plot_error_curves(merged, plot_dir)
     return 0
 
 
@@ -285,7 +306,7 @@ def main(argv=None) -> int:
     if args.merge:
         if args.json is None:
             ap.error("--merge needs --json (the merged file)")
-        return merge_reports(args.merge, args.json)
+        return merge_reports(args.merge, args.json, args.plot_dir)
     authors_from = authors_values(args.authors_from, args.seed, ap)
 
     report = Report(syn.PAPER, "python benchmarks/paper_cnmf.py")

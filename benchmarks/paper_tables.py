@@ -76,17 +76,21 @@ def summary_rows(by_paper) -> list[str]:
     rows = [head, "|---|---|---|---|---|---|---|---|---|---|"]
     # "worse" counts every cell worse than published and than the authors' code
     for paper, reports in by_paper.items():
-        for report in reports:
-            for table in sorted(report.tables(), key=_table_key):
-                cells = [c for c in report.cells if c.table == table]
-                n = _counts(cells)
-                as_authors = n["worse, as the authors' code"]
-                rows.append(
-                    f"| {paper} | {table} | {len(cells)} | {n['ok']} | "
-                    f"{n['within MC error']} | {as_authors} | "
-                    f"{n['worse'] + n["worse, and worse than the authors' code"]} | "
-                    f"{n['not run']} | {n['-']} | `{report.command}` |"
-                )
+        # the paper's tables in order, whichever of its runs (JSON files) holds them
+        by_table = sorted(
+            ((table, report) for report in reports for table in report.tables()),
+            key=lambda tr: _table_key(tr[0]),
+        )
+        for table, report in by_table:
+            cells = [c for c in report.cells if c.table == table]
+            n = _counts(cells)
+            as_authors = n["worse, as the authors' code"]
+            rows.append(
+                f"| {paper} | {table} | {len(cells)} | {n['ok']} | "
+                f"{n['within MC error']} | {as_authors} | "
+                f"{n['worse'] + n["worse, and worse than the authors' code"]} | "
+                f"{n['not run']} | {n['-']} | `{report.command}` |"
+            )
     return rows
 
 

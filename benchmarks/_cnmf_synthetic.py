@@ -314,8 +314,14 @@ def run_table(
     methods = [m for m in table_methods if methods is None or m in methods]
     methods += [DEFAULT_ROW[m] for m in methods if m in DEFAULT_ROW]
     published = PUBLISHED[table]
-    seeds = np.random.SeedSequence([seed, int(table.split()[-1])])
-    for column, col_seq in zip(columns, seeds.spawn(len(columns)), strict=True):
+    # one seed per column of the paper's table, so that a run of a subset of the
+    # columns (--sizes) draws the same data sets as the full run
+    all_columns = P_SMALL if table == "Table 3" else PAPER_SIZES
+    col_seqs = np.random.SeedSequence([seed, int(table.split()[-1])]).spawn(
+        len(all_columns)
+    )
+    for column in columns:
+        col_seq = col_seqs[all_columns.index(column)]
         n_trials = trials_large if (table != "Table 3" and column >= 10**6) else trials
         label = column_label(table, column)
         values = {(m, k): [] for m in methods for k in metrics}

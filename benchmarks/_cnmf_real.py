@@ -359,7 +359,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--real-opt-iter",
         type=int,
         default=500,
-        help="most CNMF-OPT sweeps (one mirror-descent step per block each)",
+        help="most CNMF-OPT iterations (max_iter of cnmf_opt's default solver)",
     )
     g.add_argument(
         "--real-ml-ranks",

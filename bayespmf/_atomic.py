@@ -7,8 +7,9 @@ then renamed over the target with :func:`os.replace` (atomic on POSIX and Window
 one file system). On any exception (a full disk, a file-size limit, an interrupt) the
 temporary file is closed and removed and the exception re-raised: the old file stays
 intact and loadable, and no half-written file is left behind. The temporary files are
-named ``.<name>.<random>.tmp``. ``bayespmf run`` stages its other outputs in a folder
-and moves each into place with :func:`replace_file` (:mod:`bayespmf.apps.run`).
+named ``.<name>.<random>.tmp``. ``bayespmf run`` writes a whole run into a staging
+folder beside its output folder and moves it into place with :func:`replace_folder`
+(:mod:`bayespmf.apps.run`).
 
 netCDF-4 files are assembled in memory by :func:`write_netcdf` and then written like any
 other bytes, so that HDF5 never meets a failing disk. When an HDF5 write to a file
@@ -24,11 +25,12 @@ import contextlib
 import io
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_write", "replace_file", "write_netcdf"]
+__all__ = ["atomic_path", "atomic_write", "replace_file", "replace_folder", "write_netcdf"]
 
 #: First bytes of an HDF5 (netCDF-4) file.
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -84,6 +86,61 @@ def replace_file(src, dst) -> Path:
     _keep_mode(src, dst)
     os.replace(src, dst)
     _fsync_dir(dst.parent)
+    return dst
+
+
+def replace_folder(src, dst) -> Path:
+    """Put the finished folder ``src`` in the place of ``dst`` (replaced, if it exists).
+
+    Every file of ``src`` and ``src`` itself are ``fsync``-ed; then an existing
+    ``dst`` is renamed aside (``.<name>.old-<random>``), ``src`` renamed to ``dst``
+    and the old folder removed. Should the second rename fail, the old folder is
+    renamed back, so ``dst`` is either the old folder or the new one, whole. (POSIX
+    has no atomic exchange of two folders: a process killed between the renames
+    leaves no ``dst``, with the old and the new folder complete beside it.)
+
+    Parameters
+    ----------
+    src, dst : str or os.PathLike
+        Folders in the same parent folder (one file system).
+
+    Returns
+    -------
+    pathlib.Path
+        ``dst``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> top = Path(tempfile.mkdtemp())
+    >>> (top / "new").mkdir(); _ = (top / "new" / "a.txt").write_text("new")
+    >>> (top / "out").mkdir(); _ = (top / "out" / "b.txt").write_text("old")
+    >>> _ = replace_folder(top / "new", top / "out")
+    >>> sorted(p.name for p in top.iterdir()), os.listdir(top / "out")
+    (['out'], ['a.txt'])
+    """
+    src, dst = Path(src), Path(dst)
+    for folder, _dirs, files in os.walk(src):
+        for name in files:
+            fd = os.open(Path(folder) / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(folder))
+    old = None
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old-{secrets.token_hex(6)}")
+        os.rename(dst, old)
+    try:
+        os.rename(src, dst)
+    except BaseException:
+        if old is not None:
+            os.rename(old, dst)  # the previous folder back in its place
+        raise
+    _fsync_dir(dst.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
     return dst
 
 

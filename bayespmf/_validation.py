@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "CodeRangeError",
     "ConvergenceWarning",
     "DataValidationError",
     "as_codes",
@@ -21,6 +22,7 @@ __all__ = [
     "check_choice",
     "check_int",
     "check_n_categories",
+    "check_random_seed",
     "check_random_state",
     "check_rank_limit",
     "check_zero_based",
@@ -39,6 +41,20 @@ MAX_CATEGORIES = 100_000
 
 class DataValidationError(ValueError):
     """Raised when data handed to bayespmf are malformed (a ``ValueError`` subclass)."""
+
+
+class CodeRangeError(DataValidationError):
+    """A code at least its variable's ``n_categories`` (a ``DataValidationError``).
+
+    Carries where: ``row``, ``variable``, ``code`` and the variable's ``n_categories``,
+    so that a caller who knows where the alphabet came from (an estimator fitted on
+    codes whose alphabets were inferred) can say how to fix it.
+    """
+
+    def __init__(self, message: str, *, row: int, variable: int, code: int, n_categories):
+        super().__init__(message)
+        self.row, self.variable, self.code = row, variable, code
+        self.n_categories = n_categories
 
 
 class ConvergenceWarning(UserWarning):
@@ -85,6 +101,47 @@ def check_random_state(random_state) -> np.random.Generator:
         "The 'random_state' argument must be None, a non-negative int, a "
         f"numpy.random.Generator or a SeedSequence. Got {type(random_state).__name__}."
     )
+
+
+def check_random_seed(random_seed, owner: str):
+    """Check a PyMC-facing ``random_seed`` before any work uses it; return it unchanged.
+
+    Parameters
+    ----------
+    random_seed : None, int, sequence of int or numpy.random.Generator
+        What :func:`numpy.random.default_rng` (and so ``pm.sample``) takes.
+    owner : str
+        The function the argument was given to, for the message.
+
+    Returns
+    -------
+    object
+        ``random_seed`` itself (a generator is not advanced).
+
+    Raises
+    ------
+    ValueError
+        Anything NumPy cannot seed a generator with (a string, a float, a negative
+        int), with the argument's name instead of NumPy's ``SeedSequence`` error.
+
+    Examples
+    --------
+    >>> check_random_seed(3, "sample")
+    3
+    >>> check_random_seed("abc", "sample")
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'random_seed' argument of sample must be None, a non-negative int, ...
+    """
+    try:
+        np.random.default_rng(random_seed)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"The 'random_seed' argument of {owner} must be None, a non-negative int, a "
+            f"sequence of non-negative ints or a numpy.random.Generator. Got "
+            f"{random_seed!r} ({err}). Pass e.g. random_seed=0."
+        ) from None
+    return random_seed
 
 
 def check_int(value, name: str, *, owner: str = "", low=None, high=None) -> int:
@@ -229,6 +286,7 @@ def as_codes(
         codes, n_cat = _codes_of_data_object(data, n_categories, name)
     else:
         codes = _to_int_array(data, name)
+        _check_low_codes(codes, name)
         n_cat = _n_categories_of(codes, n_categories, name)
         _check_code_range(codes, n_cat, name)
         codes = np.array(codes, dtype=np.int64, copy=True)
@@ -282,6 +340,7 @@ def _codes_of_data_object(data, n_categories, name: str) -> tuple[np.ndarray, np
     # another object with the same attributes: check it like a plain array, against
     # its own alphabet sizes (given, so never inferred)
     codes = _to_int_array(codes, name)
+    _check_low_codes(codes, name)
     n_cat = _n_categories_of(codes, n_cat, name)
     _check_code_range(codes, n_cat, name)
     codes = np.array(codes, dtype=np.int64, copy=True)
@@ -309,24 +368,66 @@ def _to_int_array(data, name: str) -> np.ndarray:
             "are needed."
         )
     if arr.dtype.kind in "iu":
+        _check_overflow(arr, arr > _INT64_MAX if arr.dtype.kind == "u" else None, name)
         return arr
     if arr.dtype.kind == "b":
         return arr.astype(np.int64)
     if arr.dtype.kind == "f":
-        if np.isnan(arr).any():
+        nan = np.isnan(arr)
+        if nan.any():
+            r, c = np.argwhere(nan)[0]
             raise DataValidationError(
-                f"'{name}' contains NaN. Integer codes mark missing entries with -1; "
-                "use CategoricalData.from_pandas for data with NaN/None as missing."
+                f"'{name}' contains NaN in column {c} (first at row {r}): use -1 for "
+                "missing entries (integer codes mark them with -1), or "
+                "CategoricalData.from_pandas for data with NaN/None as missing."
             )
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
             raise DataValidationError(
                 f"'{name}' must hold integer codes; it holds non-integer floats."
             )
+        # 2**63 is a float; anything at or beyond it would wrap around in int64
+        _check_overflow(arr, np.abs(arr) >= 2.0**63, name)
         return arr.astype(np.int64)
     raise DataValidationError(
         f"'{name}' must hold integer codes (-1 for missing); got dtype {arr.dtype}. "
         "Use CategoricalData.from_pandas for labelled (string) data."
     )
+
+
+#: Largest code an int64 holds; an unsigned or float code beyond it would wrap around.
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _check_overflow(arr, beyond, name: str) -> None:
+    """Refuse codes that do not fit int64 (``beyond``: where; None for none possible)."""
+    if beyond is None or not beyond.any():
+        return
+    r, c = np.argwhere(beyond)[0]
+    hint = (
+        " A code of 2**64 - 1 in an unsigned array is usually a -1 (missing) cast to an "
+        "unsigned type: keep the codes signed (e.g. np.int64)."
+        if arr.dtype.kind == "u"
+        else ""
+    )
+    raise DataValidationError(
+        f"'{name}' has code {arr[r, c].item()!r} at row {r}, variable {c}: an overflow, "
+        f"it does not fit the int64 codes (at most {_INT64_MAX}). Codes must be in "
+        f"[0, n_categories) with -1 for missing.{hint}"
+    )
+
+
+def _check_low_codes(codes, name: str) -> None:
+    """Refuse codes below -1: neither missing nor a category (before any inference)."""
+    if codes.dtype.kind == "u":
+        return
+    low = codes < -1
+    if low.any():
+        r, c = np.argwhere(low)[0]
+        raise DataValidationError(
+            f"'{name}' has code {codes[r, c]} at row {r}, variable {c}: code "
+            f"{codes[r, c]} is neither missing (-1) nor a category (0 .. n_categories - "
+            "1). Mark missing entries with -1 and code the categories from 0."
+        )
 
 
 def _n_categories_of(codes, n_categories, name) -> np.ndarray:
@@ -504,18 +605,16 @@ def check_zero_based(min_codes, name: str = "data") -> None:
 
 
 def _check_code_range(codes, n_cat, name) -> None:
-    low = codes < -1
-    if low.any():
-        r, c = np.argwhere(low)[0]
-        raise DataValidationError(
-            f"'{name}' has code {codes[r, c]} at row {r}, variable {c}; codes must be "
-            "in [0, n_categories) with -1 for missing."
-        )
+    """Refuse codes at least their variable's ``n_categories`` (after _check_low_codes)."""
     high = codes >= n_cat[None, :]
     if high.any():
         r, c = np.argwhere(high)[0]
-        raise DataValidationError(
+        raise CodeRangeError(
             f"'{name}' has code {codes[r, c]} at row {r}, variable {c}, but that "
             f"variable has n_categories={n_cat[c]}; codes must be in "
-            f"[0, {n_cat[c]}) with -1 for missing. Pass a larger 'n_categories'."
+            f"[0, {n_cat[c]}) with -1 for missing. Pass a larger 'n_categories'.",
+            row=int(r),
+            variable=int(c),
+            code=int(codes[r, c]),
+            n_categories=int(n_cat[c]),
         )

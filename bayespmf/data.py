@@ -17,7 +17,14 @@ from bayespmf._validation import (
     check_random_state,
 )
 
-__all__ = ["MISSING", "CategoricalData", "as_categorical", "bind_rows", "layout_of"]
+__all__ = [
+    "MISSING",
+    "CategoricalData",
+    "alphabet_error",
+    "as_categorical",
+    "bind_rows",
+    "layout_of",
+]
 
 #: The integer code of a missing entry.
 MISSING = -1
@@ -409,25 +416,54 @@ class CategoricalData:
         return CategoricalData(codes, self.n_categories, self.names, self.categories)
 
     def __getitem__(self, rows) -> CategoricalData:
-        """Row subset (an int array, a boolean mask or a slice).
+        """Row subset (an int, an int array, a boolean mask or a slice).
+
+        The variables, alphabets and labels are kept, so that every subset (the folds
+        of a cross-validation, say) describes the same variables as the whole. A
+        ``(rows, ...)`` or ``(rows, :)`` key selects the same rows: it is how
+        scikit-learn indexes array-likes (``sklearn.utils._safe_indexing``), so
+        ``GridSearchCV``, ``cross_val_score`` and ``train_test_split`` split a
+        CategoricalData as they split an array.
+
+        Raises
+        ------
+        DataValidationError
+            A key that selects columns (use :meth:`select_variables`) or no row.
 
         Examples
         --------
         >>> data = CategoricalData.from_codes([[0, 1], [1, 0], [1, 1]])
         >>> data[1:].n_samples
         2
+        >>> data[np.array([0, 2]), ...].codes.tolist()
+        [[0, 1], [1, 1]]
         """
         if isinstance(rows, tuple):
-            raise DataValidationError(
-                "CategoricalData is indexed by rows only; use select_variables() for "
-                "columns."
-            )
+            rows = self._row_key(rows)
         codes = self.codes[rows]
         if codes.ndim == 1:
             codes = codes[None, :]
         if codes.shape[0] == 0:
             raise DataValidationError("The row selection is empty.")
         return self._new(codes)
+
+    @staticmethod
+    def _row_key(key: tuple):
+        """The rows of a ``(rows,)``, ``(rows, ...)`` or ``(rows, :)`` key."""
+        rest = key[1:]
+        every_column = not rest or (
+            len(rest) == 1
+            and (
+                rest[0] is Ellipsis
+                or (isinstance(rest[0], slice) and rest[0] == slice(None))
+            )
+        )
+        if not every_column:
+            raise DataValidationError(
+                "CategoricalData is indexed by rows only (data[rows], data[rows, ...] or "
+                "data[rows, :]); use select_variables() for columns."
+            )
+        return key[0]
 
     def select_variables(self, variables: Sequence[int | str]) -> CategoricalData:
         """Keep only the given variables (by name or index), in the given order.
@@ -616,12 +652,21 @@ def bind_rows(data, n_categories, names=None, categories=None, *, name: str = "d
 
     A DataFrame, or a CategoricalData when the fit has variable names, goes through
     :func:`as_categorical` against :func:`layout_of` the fit; anything else (integer
-    codes, data given to a fit on bare codes) is returned as it is, positional.
+    codes, data given to a fit on bare codes) is returned as it is, positional. A
+    CategoricalData given to a fit on bare codes must have its alphabet sizes
+    (:func:`alphabet_error` names the first variable that differs).
     """
     if isinstance(data, pd.DataFrame) or (
         names is not None and isinstance(data, CategoricalData)
     ):
         return as_categorical(data, layout_of(n_categories, names, categories), name=name)
+    if isinstance(data, CategoricalData):  # a fit on bare codes: positional, ...
+        want = np.asarray(n_categories, dtype=np.int64)
+        if data.n_variables == want.size:  # ... of the same alphabets
+            for j in np.flatnonzero(data.n_categories != want):
+                raise alphabet_error(
+                    data.names[j], data.categories[j], _default_labels(want[j]), name
+                )
     return data
 
 
@@ -646,7 +691,9 @@ def as_categorical(data, like: CategoricalData | None = None, *, name: str = "da
       may lack one: it is then missing in every row).
     - **Labels.** A variable whose labels equal ``like``'s is taken as it is. Labels
       that are the defaults (``"0"``, ``"1"``, ...: data never labelled) are codes,
-      taken as they are (a code beyond ``like``'s alphabet is an error). Other labels
+      taken as they are when the alphabet has ``like``'s size; an alphabet of
+      another size is an error naming the variable and both alphabets (the codes
+      could not say which category is which). Other labels
       are matched by their string form: codes are recoded to ``like``'s, and a label
       ``like``'s alphabet lacks is an error naming the variable and the label when a
       row uses it (as a DataFrame label outside the alphabet is; unused categories of
@@ -674,7 +721,8 @@ def as_categorical(data, like: CategoricalData | None = None, *, name: str = "da
     DataValidationError
         Variables that are not ``like``'s (or missing from a CategoricalData), a
         different number of variables where names carry no information, labels
-        outside ``like``'s alphabet, or codes beyond it.
+        outside ``like``'s alphabet, codes beyond it, or unlabelled categories in an
+        alphabet of another size than ``like``'s.
 
     Examples
     --------
@@ -741,12 +789,9 @@ def _recode_labels(col, got, want, var, name) -> np.ndarray:
     got, want = [str(c) for c in got], [str(c) for c in want]
     if got == want:
         return col
-    if got == _default_labels(len(got)):  # never labelled: codes are codes
-        if col.size and col.max() >= len(want):
-            raise DataValidationError(
-                f"Variable {var!r} of '{name}' has code {int(col.max())}, beyond the "
-                f"model's {len(want)} categories {want}."
-            )
+    if got == _default_labels(len(got)):  # never labelled: codes are codes ...
+        if len(got) != len(want):  # ... of another alphabet than the model's
+            raise alphabet_error(var, got, want, name)
         return col
     index = {c: i for i, c in enumerate(want)}
     recode = np.array([index.get(c, -2) for c in got], dtype=np.int64)
@@ -759,6 +804,37 @@ def _recode_labels(col, got, want, var, name) -> np.ndarray:
             "categories or set them to missing (-1)."
         )
     return out
+
+
+#: Labels of an alphabet listed in full in a message; longer ones are elided.
+_MAX_LABELS_SHOWN = 10
+
+
+def _alphabet_text(labels) -> str:
+    labels = [str(c) for c in labels]
+    more = ["..."] if len(labels) > _MAX_LABELS_SHOWN else []
+    shown = labels[:_MAX_LABELS_SHOWN] + more
+    return f"{len(labels)} categories [{', '.join(shown)}]"
+
+
+def alphabet_error(var, got, want, name: str) -> DataValidationError:
+    """The error for a variable whose alphabet (``got``) is not the model's (``want``).
+
+    Raised where labels cannot tell which category is which (codes never labelled),
+    so the codes would be taken against an alphabet of another size.
+
+    Examples
+    --------
+    >>> print(alphabet_error("a", ["0", "1"], ["0", "1", "2"], "data"))
+    Variable 'a' of 'data' has the alphabet of 2 categories [0, 1], but the model's ...
+    """
+    return DataValidationError(
+        f"Variable {var!r} of '{name}' has the alphabet of {_alphabet_text(got)}, but "
+        f"the model's alphabet of that variable has {_alphabet_text(want)}: the rows "
+        "must have the model's alphabets. Build them with the model's, e.g. "
+        "CategoricalData.from_codes(codes, n_categories=<the model's sizes>), or label "
+        "the categories (from_pandas, categories=...) so that they are matched by label."
+    )
 
 
 def _default_names(data) -> bool:

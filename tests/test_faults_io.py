@@ -405,12 +405,18 @@ def _fail_estimate_nc(monkeypatch):
     monkeypatch.setattr(run, "write_netcdf", dies_midway)
 
 
-def test_failed_run_leaves_no_result_files(tmp_path, monkeypatch):
+def _siblings(out):
+    """What a run left beside its output folder (staging or old folders: nothing)."""
+    return sorted(p.name for p in out.parent.iterdir() if p.name.startswith("."))
+
+
+def test_failed_run_leaves_no_result_files(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
     _fail_estimate_nc(monkeypatch)  # after summary.csv and fit.npz were written
-    with pytest.raises(OSError, match="No space"):
-        main(["run", str(_spec(tmp_path)), "--out", str(out), "--no-progress"])
-    assert not out.exists()  # created by the run, left empty, removed
+    assert main(["run", str(_spec(tmp_path)), "--out", str(out), "--no-progress"]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert not out.exists()  # nothing of the failed run
+    assert _siblings(out) == []  # its staging folder removed
 
 
 def test_failed_run_keeps_the_previous_complete_run(tmp_path, monkeypatch):
@@ -421,31 +427,27 @@ def test_failed_run_keeps_the_previous_complete_run(tmp_path, monkeypatch):
     listed = json.loads(done["results.json"])["files"]
     assert sorted(listed) == sorted(done)  # the marker lists exactly the run's files
     _fail_estimate_nc(monkeypatch)
-    with pytest.raises(OSError, match="No space"):
-        main(["run", str(spec), "--out", str(out), "--no-progress"])
-    assert _snapshot(out) == done  # byte for byte; no staging folder left
+    assert main(["run", str(spec), "--out", str(out), "--no-progress"]) == 1
+    assert _snapshot(out) == done  # byte for byte
+    assert _siblings(out) == []  # no staging folder left
 
 
-def test_run_failing_while_moving_results_leaves_no_marker(tmp_path, monkeypatch):
-    import bayespmf.apps.run as run
-
+def test_run_failing_while_moving_results_keeps_the_previous_run(tmp_path, monkeypatch):
     out = tmp_path / "out"
     spec = _spec(tmp_path)
     assert main(["run", str(spec), "--out", str(out), "--no-progress"]) == 0
-    calls = []
+    done = _snapshot(out)
+    rename = os.rename
 
-    def fails_second(src, dst):
-        calls.append(dst)
-        if len(calls) == 2:
-            raise OSError(errno.EIO, "I/O error")
-        return atomic.replace_file(src, dst)
+    def fails_on_the_new_folder(src, dst):
+        if Path(src).name.startswith(".out.partial-"):  # the old folder is aside now
+            raise OSError(errno.EIO, "Input/output error")
+        return rename(src, dst)
 
-    monkeypatch.setattr(run, "replace_file", fails_second)
-    with pytest.raises(OSError, match="I/O error"):
-        main(["run", str(spec), "--out", str(out), "--no-progress"])
-    left = sorted(p.name for p in out.iterdir())
-    assert "results.json" not in left  # a mix of runs never looks complete
-    assert not any(name.startswith(".") for name in left)
+    monkeypatch.setattr(atomic.os, "rename", fails_on_the_new_folder)
+    assert main(["run", str(spec), "--out", str(out), "--no-progress"]) == 1
+    assert _snapshot(out) == done  # the previous run renamed back, whole
+    assert _siblings(out) == []
 
 
 # --------------------------------------------------------------- damaged files

@@ -32,6 +32,7 @@ def test_get_set_params_pass_through():
         "random_state": 5,
         "backend": "auto",
         "progressbar": False,
+        "n_categories": None,
     }
     est.set_params(rank=4)
     assert est.rank == 4

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 from bayespmf import DataValidationError
 from bayespmf.datasets._simulate_nmf import (
@@ -363,7 +364,7 @@ def test_errors(noiseless):
         purification(Y, truth.init, alpha=100.0, balance=False)
     with pytest.raises(DataValidationError, match=r"'weights'.*one finite non-negative"):
         pair_moment(Y[:3], Y[:3], weights=[1.0, -1.0, 1.0])
-    with pytest.raises(DataValidationError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):  # scikit-learn's
         PurificationNMF(2).transform(Y)
     with pytest.raises(DataValidationError, match="must not exceed"):
         PurificationNMF(20).fit(Y[:10])

@@ -17,33 +17,41 @@ The steps of :func:`run_spec`, each announced with its elapsed time:
 A spec with a ``[simplex]`` section runs :func:`bayespmf.apps._task_simplex.run_simplex`
 instead of steps 1-4 (a Dirichlet simplex nest on a corpus or a returns panel).
 
-**A failed run leaves nothing that looks complete.** The outputs are written into a
-hidden staging folder inside the output folder (``.partial-<random>``) and moved into
-place only when every step has succeeded: first the old ``results.json`` is removed,
-then each output is renamed over its old version (:func:`bayespmf._atomic.replace_file`),
-and ``results.json`` is written last, atomically. ``results.json`` is therefore the mark
-of a complete run: it exists only when every file it lists (``"files"``) comes from the
-run that wrote it. A run that fails (or is interrupted) removes its staging folder and
-leaves the output folder as it was, the previous run's results included; a run killed
-outright leaves at most a ``.partial-*`` folder, never a result file.
+**A results folder always describes exactly one run.** The output folder is checked
+before any work (:func:`check_output_dir`: a folder, writable, and either new, empty or
+the folder of an earlier run); the run then writes into a fresh staging folder beside
+it (``.<name>.partial-<random>``, same file system), ``results.json`` last, and only
+when every step has succeeded is that folder moved into place, replacing the earlier
+run's folder (:func:`bayespmf._atomic.replace_folder`). A run that fails (a full
+disk, an interrupt, an error in a step) removes its staging folder and leaves the
+output folder as it was, the previous run's results included; a run killed outright
+leaves at most a ``.<name>.partial-*`` folder beside it, never a result file inside.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
+import os
+import secrets
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from bayespmf._atomic import atomic_write, replace_file, write_netcdf
+from bayespmf._atomic import atomic_write, replace_folder, write_netcdf
 from bayespmf._runtime import n_cpus
+from bayespmf._validation import DataValidationError
 from bayespmf.apps.spec import RunSpec, task_arguments
 
-__all__ = ["estimate_dataset", "run_spec", "table_to_markdown"]
+__all__ = [
+    "OutputDirError",
+    "check_output_dir",
+    "estimate_dataset",
+    "output_dir",
+    "run_spec",
+    "table_to_markdown",
+]
 
 #: Largest number of variables drawn in factor heatmaps and trace plots (a figure per
 #: variable beyond that is unreadable; 12 covers the UCI sets but Mushroom).
@@ -134,13 +142,145 @@ def table_to_markdown(table, float_format: str = "{:.3f}") -> str:
     return "\n".join(lines)
 
 
+class OutputDirError(DataValidationError):
+    """The output folder of a run cannot hold its results (a ``ValueError`` subclass)."""
+
+
+def output_dir(spec: RunSpec, out_dir: str | os.PathLike | None = None) -> Path:
+    """The absolute path of the folder a run of ``spec`` writes.
+
+    ``out_dir`` (the ``--out`` option), else the spec's ``output.dir``, else
+    ``results/<data set>``; a link to a folder stands for that folder.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> spec = SimpleNamespace(data={"name": "car"}, output={"dir": None})
+    >>> output_dir(spec).parts[-2:]
+    ('results', 'car')
+    """
+    out = Path(out_dir or spec.output.get("dir") or f"results/{spec.data['name']}")
+    out = Path(os.path.abspath(out))
+    return out.resolve() if out.is_symlink() else out
+
+
+def check_output_dir(out, *, source: str = "output.dir") -> Path:
+    """Check, before any work, that a run can write its results to the folder ``out``.
+
+    Writes nothing. The folder must be a folder (or not exist yet, below a writable
+    folder), writable, and either empty or the folder of an earlier run (its
+    ``results.json`` lists every file in it): the run replaces it as a whole when it
+    completes (see the module docstring), so a folder holding anything else is refused
+    rather than deleted.
+
+    Parameters
+    ----------
+    out : str or os.PathLike
+        The output folder.
+    source : str, default "output.dir"
+        Where the path came from (``"--out"`` or ``"output.dir"``), for the messages.
+
+    Returns
+    -------
+    pathlib.Path
+        ``out`` as an absolute path.
+
+    Raises
+    ------
+    OutputDirError
+        ``out`` is a file, lies below a file, is or lies in a read-only folder, holds
+        files that are not one run's, or holds the current folder; the message names
+        the path and the fix.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> top = Path(tempfile.mkdtemp())
+    >>> _ = (top / "notes.txt").write_text("mine")
+    >>> check_output_dir(top / "notes.txt", source="--out")
+    Traceback (most recent call last):
+    ...
+    bayespmf.apps.run.OutputDirError: --out .../notes.txt is a file, not a folder: ...
+    """
+    out = Path(os.path.abspath(out))
+    where = f"{source} {out}"
+    existing = out
+    while not existing.exists() and not existing.is_symlink():
+        existing = existing.parent
+    if existing != out and not existing.is_dir():
+        raise OutputDirError(
+            f"{where} lies below {existing}, which is a file, not a folder: no folder "
+            f"can be created there. Choose another output folder ({source}), e.g. "
+            f"{existing}-results/{out.name}."
+        )
+    if existing == out and not out.is_dir():
+        raise OutputDirError(
+            f"{where} is a file, not a folder: the run writes a folder of results. "
+            f"Choose a folder ({source}), e.g. {out.with_name(out.stem + '-results')}, "
+            "or move the file away."
+        )
+    # the run creates its staging folder beside `out` and renames it into place, and
+    # removes the files of an earlier run: it needs to write `out` and its parent
+    for folder in dict.fromkeys([out] * (existing == out) + [out.parent, existing]):
+        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise OutputDirError(
+                f"{where}: the folder {folder} is read-only (no write permission), so "
+                "the results cannot be written there. Choose a writable output "
+                f"folder ({source}), or make it writable (chmod u+w {folder})."
+            )
+    try:
+        Path.cwd().relative_to(out)
+    except (ValueError, OSError):
+        pass
+    else:
+        raise OutputDirError(
+            f"{where} holds the current folder; a completed run replaces the output "
+            f"folder as a whole. Choose a folder below the current one ({source}), "
+            "e.g. results/<name>."
+        )
+    if existing == out:
+        strays = _not_from_one_run(out)
+        if strays:
+            shown = ", ".join(strays[:5]) + (", ..." if len(strays) > 5 else "")
+            raise OutputDirError(
+                f"{where} holds files that are not from one bayespmf run ({shown}); a "
+                "completed run replaces the output folder as a whole, so it must be "
+                f"empty, new or an earlier run's folder. Choose another folder "
+                f"({source}), or move those files away."
+            )
+    return out
+
+
+def _not_from_one_run(out: Path) -> list[str]:
+    """The entries of the folder ``out`` that an earlier run did not write (sorted).
+
+    An earlier run's ``results.json`` lists its files; hidden staging and temporary
+    leftovers of runs and saves (``.partial-*``, ``.<name>.<random>.tmp``) count as
+    the run's too.
+    """
+    names = sorted(p.name for p in out.iterdir())
+    listed = {"results.json"}
+    try:
+        done = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        listed.update(str(f) for f in done.get("files", []))
+    except (OSError, ValueError, AttributeError, TypeError):
+        listed = set()  # no (readable) mark of a run: nothing in it is a run's
+    leftover = (".partial-", ".tmp")
+    return [
+        n
+        for n in names
+        if n not in listed and not (n.startswith(leftover[0]) or n.endswith(leftover[1]))
+    ]
+
+
 def run_spec(
     spec: RunSpec, *, out_dir: str | None = None, progressbar: bool = True
 ) -> dict:
     """Run a validated :class:`~bayespmf.apps.spec.RunSpec` and write its outputs.
 
-    The outputs are staged and moved into the output folder only at the end, with
-    ``results.json`` (the mark of a complete run) written last: a run that fails
+    The output folder is checked before any work (:func:`check_output_dir`); the
+    outputs are written into a staging folder beside it, ``results.json`` last, which
+    replaces the output folder only when the run is complete: a run that fails
     leaves the output folder as it was (see the module docstring).
 
     Returns
@@ -148,32 +288,62 @@ def run_spec(
     dict
         What was computed: ``summary`` (DataFrame), ``out_dir``, and when run,
         ``estimator``, ``metrics``, ``idata``, ``convergence``, ``task_table``.
+
+    Raises
+    ------
+    OutputDirError
+        Before any work, when the output folder cannot hold the results.
+    OSError
+        A write failed (a full disk, say): nothing of the run is left behind.
     """
-    name = spec.data["name"]
-    out = Path(out_dir or spec.output.get("dir") or f"results/{name}")
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=".partial-", dir=out))
+    out = check_output_dir(
+        output_dir(spec, out_dir), source="--out" if out_dir else "output.dir"
+    )
+    created = _make_parents(out.parent)
     try:
-        results = _run_staged(spec, out, stage, progressbar)
+        stage = out.with_name(f".{out.name}.partial-{secrets.token_hex(6)}")
+        stage.mkdir()  # 0o777 & ~umask, as the output folder will have
+        if out.is_dir():
+            shutil.copymode(out, stage)
+    except OSError as err:
+        _remove_empty(created)
+        raise OutputDirError(
+            f"The output folder {out} cannot be written: {err}. Choose a writable "
+            "output folder (--out)."
+        ) from err
+    try:
+        return _run_staged(spec, out, stage, progressbar)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
-        if created:
-            with contextlib.suppress(OSError):  # only if empty
-                out.rmdir()
+        _remove_empty(created)
         raise
-    shutil.rmtree(stage, ignore_errors=True)
-    return results
 
 
-def _commit(stage: Path, out: Path, written: list[str], metrics: dict) -> None:
-    """Move the staged outputs into ``out``; ``results.json`` last (the completion mark)."""
-    marker = out / "results.json"
-    marker.unlink(missing_ok=True)  # from here on, no set of files looks complete
-    for name in written:
-        replace_file(stage / name, out / name)
-    with atomic_write(marker, text=True) as fh:
+def _make_parents(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; the created ones, deepest first."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for f in reversed(missing):
+        f.mkdir(exist_ok=True)
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders a failed run created, deepest first, while they are empty."""
+    for f in folders:
+        try:
+            f.rmdir()
+        except OSError:
+            return
+
+
+def _commit(stage: Path, out: Path, metrics: dict) -> None:
+    """Write ``results.json`` (the mark of a complete run), then move the run in place."""
+    with atomic_write(stage / "results.json", text=True) as fh:
         fh.write(json.dumps(metrics, indent=2, default=str))
+    replace_folder(stage, out)
 
 
 def _run_staged(spec, out: Path, stage: Path, progressbar: bool) -> dict:
@@ -221,7 +391,7 @@ def _run_staged(spec, out: Path, stage: Path, progressbar: bool) -> dict:
         )
     metrics["total_seconds"] = round(time.perf_counter() - t_start, 2)
     metrics["files"] = [*written, "results.json"]
-    _commit(stage, out, written, metrics)
+    _commit(stage, out, metrics)
     written.append("results.json")
     _say(f"wrote {', '.join(str(out / w) for w in written)}")
     _say(f"total {metrics['total_seconds']:.1f} s")

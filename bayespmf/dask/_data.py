@@ -127,9 +127,12 @@ class DaskCategoricalData:
             import dask.array as da
 
             big = np.iinfo(np.int64).max
-            col_max, col_min = dask.compute(
-                codes.max(axis=0), da.where(codes >= 0, codes, big).min(axis=0)
+            # NaN columns are found in the same pass (the max of a NaN column is NaN)
+            nan_cols = da.isnan(codes).any(axis=0) if codes.dtype.kind == "f" else None
+            col_max, col_min, nan_cols = dask.compute(
+                codes.max(axis=0), da.where(codes >= 0, codes, big).min(axis=0), nan_cols
             )
+            _check_no_nan(nan_cols)
             # inferred alphabets of codes that never use 0 would get an empty category
             check_zero_based(col_min, "codes")
             n_categories = np.asarray(col_max, dtype=np.int64) + 1
@@ -313,6 +316,20 @@ class DaskCategoricalData:
 
         (codes,) = dask.persist(self.codes, **kwargs)
         return DaskCategoricalData(codes, self.n_categories, self.names, self.categories)
+
+
+def _check_no_nan(nan_cols) -> None:
+    """Refuse NaN codes, naming the columns (``nan_cols``: a mask, or None)."""
+    if nan_cols is None or not np.any(nan_cols):
+        return
+    cols = np.flatnonzero(nan_cols).tolist()
+    raise DataValidationError(
+        f"'codes' has NaN in column {cols[0]}"
+        + (f" (and in {cols[1:]})" if len(cols) > 1 else "")
+        + ": use -1 for missing entries (e.g. da.where(da.isnan(codes), -1, codes)), or "
+        "build the data with DaskCategoricalData.from_dask_dataframe, which reads "
+        "NaN/None as missing."
+    )
 
 
 def _partition_codes(df, columns, categories) -> np.ndarray:

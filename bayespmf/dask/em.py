@@ -44,6 +44,7 @@ from bayespmf.dask._data import (
 from bayespmf.dask.marginals import pairwise_marginals, triple_marginals
 from bayespmf.fit.em import em_runner, em_start
 from bayespmf.fit.multistart import LatentClassFit
+from bayespmf.fit.source import register_source
 from bayespmf.kernels.em import (
     COUNT_FLOOR,
     EStepStats,
@@ -52,7 +53,13 @@ from bayespmf.kernels.em import (
 )
 from bayespmf.pmf import LatentClassParams, observed_csr, offsets_of
 
-__all__ = ["DaskEMKernel", "DaskLatentClassFit", "fit_em_dask", "fit_latent_class"]
+__all__ = [
+    "DaskEMKernel",
+    "DaskLatentClassFit",
+    "DaskSource",
+    "fit_em_dask",
+    "fit_latent_class",
+]
 
 
 class _ChunkCSR(NamedTuple):
@@ -422,12 +429,19 @@ def fit_latent_class(
         random_state=random_state,
         progressbar=progressbar,
     )
-    source = _DaskSource(ddata, client=client, split_every=split_every, persist=persist)
+    source = DaskSource(ddata, client=client, split_every=split_every, persist=persist)
     return DaskLatentClassFit.from_estimator(est.fit(source))
 
 
-class _DaskSource:
-    """The data passes of ``LatentClassPMF`` over chunked data (map-reduce per pass)."""
+class DaskSource:
+    """The data passes of ``LatentClassPMF`` over chunked data (map-reduce per pass).
+
+    A data source of :func:`bayespmf.fit.fit_latent_class` (see
+    :mod:`bayespmf.fit.source`). Registered there for :class:`DaskCategoricalData`
+    (with the default scheduler options), so that ``LatentClassPMF().fit(ddata)`` and
+    ``bayespmf.fit.fit_latent_class(ddata, ...)`` fit chunk by chunk, as
+    :func:`fit_latent_class` here does.
+    """
 
     def __init__(self, ddata, *, client, split_every, persist):
         self.ddata = ddata
@@ -438,12 +452,15 @@ class _DaskSource:
         self.weight_scale = 1.0  # unweighted rows (as an in-memory source)
 
     def pairwise_marginals(self):
+        """Pairwise marginals of the chunks (:func:`bayespmf.dask.pairwise_marginals`)."""
         return pairwise_marginals(self.ddata, **self._kw)
 
     def triple_marginals(self):
+        """Triple marginals of the chunks (:func:`bayespmf.dask.triple_marginals`)."""
         return triple_marginals(self.ddata, **self._kw)
 
     def categorical(self):
+        """Refused: the methods that need the rows in memory do not run on chunks."""
         raise DataValidationError(
             "This method needs the rows in memory (JUROR and AD-EM draw on the rows "
             "themselves); use an EM, CNMF or CTD method with Dask data, or "
@@ -453,3 +470,10 @@ class _DaskSource:
     def em_kernel(self, rank, backend="auto"):
         """The distributed EM map (:class:`DaskEMKernel`; ``backend`` is not used)."""
         return DaskEMKernel(self.ddata, rank, persist=self._persist, **self._kw)
+
+
+# the fit layer turns a DaskCategoricalData into this source (it cannot import Dask)
+register_source(
+    DaskCategoricalData,
+    lambda ddata: DaskSource(ddata, client=None, split_every=SPLIT_EVERY, persist=True),
+)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 from bayespmf._validation import as_codes
 from bayespmf.data import bind_rows
 
-__all__ = ["LabelledFit", "NotFittedError", "check_ignored_y"]
+__all__ = ["LabelledFit", "NotFittedError", "check_fitted", "check_ignored_y"]
 
 
 class NotFittedError(SklearnNotFittedError):
@@ -24,6 +25,45 @@ class NotFittedError(SklearnNotFittedError):
     A subclass of scikit-learn's (itself a ``ValueError`` and an ``AttributeError``), so
     ``except NotFittedError`` clauses written for scikit-learn catch it.
     """
+
+
+def check_fitted(estimator, attribute: str, call: str) -> None:
+    """Raise :class:`NotFittedError` unless ``estimator`` has its fitted ``attribute``.
+
+    scikit-learn's :func:`~sklearn.utils.validation.check_is_fitted` decides; the error
+    is this package's subclass, so that both ``except`` clauses catch it.
+
+    Parameters
+    ----------
+    estimator : object
+        The estimator a method was called on.
+    attribute : str
+        A fitted attribute that ``fit`` always sets (e.g. ``"weights_"``).
+    call : str
+        How to fit it, for the message (e.g. ``"fit(data)"``).
+
+    Raises
+    ------
+    NotFittedError
+        Before ``fit``.
+
+    Examples
+    --------
+    >>> from bayespmf.estimators import LatentClassPMF
+    >>> check_fitted(LatentClassPMF(2), "weights_", "fit(data)")
+    Traceback (most recent call last):
+    ...
+    bayespmf.estimators._base.NotFittedError: This LatentClassPMF is not fitted yet; ...
+    """
+    name = type(estimator).__name__
+    try:
+        check_is_fitted(
+            estimator,
+            attribute,
+            msg=f"This {name} is not fitted yet; call {call} before using it.",
+        )
+    except SklearnNotFittedError as err:
+        raise NotFittedError(str(err)) from None
 
 
 def check_ignored_y(y, data, *, owner: str, why: str, fix: str) -> None:

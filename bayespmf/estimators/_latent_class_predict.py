@@ -23,9 +23,9 @@ __all__ = ["LatentClassPrediction"]
 class LatentClassPrediction:
     """Scores and predictions from ``weights_`` and ``factors_`` (a fitted PMF).
 
-    The class using it defines ``_codes(data)`` (the rows as codes in the fitted
-    layout), ``weights_``, ``factors_``, ``n_categories_`` and the labels ``_names``,
-    ``_categories``.
+    The class using it defines ``_check_fitted()``, ``_codes(data)`` (the rows as
+    codes in the fitted layout), ``weights_``, ``factors_``, ``n_categories_`` and the
+    labels ``_names``, ``_categories``.
     """
 
     def _labels(self, n: int) -> list:
@@ -46,6 +46,7 @@ class LatentClassPrediction:
         return pd.Series(values, index=data.index, name=name)
 
     def _target(self, target) -> int:
+        self._check_fitted()  # before the fitted attributes are read
         if isinstance(target, str):
             names = getattr(self, "_names", None)
             if names is None or target not in names:

@@ -17,9 +17,19 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from bayespmf._validation import check_int, check_random_state
+from bayespmf._validation import (
+    CodeRangeError,
+    DataValidationError,
+    check_int,
+    check_random_state,
+)
 from bayespmf.data import CategoricalData
-from bayespmf.estimators._base import LabelledFit, NotFittedError, check_ignored_y
+from bayespmf.estimators._base import (
+    LabelledFit,
+    NotFittedError,
+    check_fitted,
+    check_ignored_y,
+)
 from bayespmf.estimators._latent_class_criteria import (
     MAX_GOF_CELLS,
     LatentClassModelChoice,
@@ -83,6 +93,13 @@ class LatentClassPMF(
         The EM map, as in :func:`bayespmf.fit.fit_em` (``"auto"`` is ``"numba"``).
     progressbar : bool, default False
         Show a progress bar over starts or iterations.
+    n_categories : int or sequence of int, optional
+        Alphabet sizes of the variables, for integer codes (a CategoricalData brings
+        its own, which must agree). Given here, every fit of a clone has the full
+        alphabets: a fold of ``GridSearchCV`` or ``cross_val_score`` in which a rare
+        category does not occur still has it (inferred from the fold, the alphabet
+        would stop below it, and scoring the rows that have it would fail). The
+        ``n_categories`` keyword of :meth:`fit`, where given, must agree with it.
 
     Attributes
     ----------
@@ -160,6 +177,7 @@ class LatentClassPMF(
         "random_state",
         "backend",
         "progressbar",
+        "n_categories",
     )
     #: Format tag of saved fits; a file with another major version is refused.
     _FORMAT = "bayespmf.LatentClassPMF"
@@ -178,6 +196,7 @@ class LatentClassPMF(
         random_state=None,
         backend: str = "auto",
         progressbar: bool = False,
+        n_categories=None,
     ):
         self.rank = rank
         self.method = method
@@ -188,6 +207,7 @@ class LatentClassPMF(
         self.random_state = random_state
         self.backend = backend
         self.progressbar = progressbar
+        self.n_categories = n_categories
 
     def __repr__(self) -> str:
         return f"LatentClassPMF(rank={self.rank!r}, method={self.method!r})"
@@ -202,9 +222,13 @@ class LatentClassPMF(
         ----------
         data : CategoricalData, pandas.DataFrame, array_like of int (S, N), or a source
             ``-1`` marks missing entries. Rows with every entry missing carry no
-            information and are ignored. A data source (e.g. from ``bayespmf.dask``)
-            is passed to :func:`bayespmf.fit.fit_latent_class` as it is. A DataFrame is
-            encoded by :meth:`CategoricalData.from_pandas` (labels kept).
+            information and are ignored. A data source is passed to
+            :func:`bayespmf.fit.fit_latent_class` as it is, and a
+            :class:`bayespmf.dask.DaskCategoricalData` is fitted chunk by chunk
+            through its source (every pass a map-reduce; prefer a single-start
+            method there, e.g. ``"cnmf-spa-em"``, as every EM iteration of every start
+            of ``"auto"`` is a pass over the chunks). A DataFrame is encoded by
+            :meth:`CategoricalData.from_pandas` (labels kept).
         y : None or array_like, shape (S,)
             Ignored (scikit-learn convention: the model is unsupervised, and a
             pipeline or a grid search passes the target along). One entry per row is
@@ -212,7 +236,8 @@ class LatentClassPMF(
             passed positionally, as in earlier versions, is not silently ignored:
             pass ``n_categories=`` by keyword.
         n_categories : sequence of int, optional
-            Alphabet sizes (taken from ``data`` when it is a CategoricalData).
+            Alphabet sizes (taken from ``data`` when it is a CategoricalData); by
+            default the estimator's ``n_categories``, with which it must agree.
         sample_weight : array_like, shape (S,), optional
             Weight of each row (frequencies of response patterns, survey weights);
             the EM-based methods (``"auto"``, ``"em"``, ``"squarem"``,
@@ -232,8 +257,8 @@ class LatentClassPMF(
         Raises
         ------
         DataValidationError
-            Malformed data, a variable never observed, or a rank that cannot be
-            identified.
+            Malformed data, a variable never observed, a rank that cannot be
+            identified, or ``n_categories`` given here and to the estimator, unequal.
         """
         t0 = time.perf_counter()
         check_ignored_y(
@@ -246,9 +271,11 @@ class LatentClassPMF(
         )
         if isinstance(data, pd.DataFrame):
             data = CategoricalData.from_pandas(data)
+        params = self.get_params(deep=False)
+        n_categories = _one_alphabet(n_categories, params.pop("n_categories"))
         result = fit_latent_class(
             data,
-            **self.get_params(deep=False),
+            **params,
             n_categories=n_categories,
             callback=callback,
             sample_weight=sample_weight,
@@ -273,10 +300,7 @@ class LatentClassPMF(
         self.n_categories_ = np.asarray(n_cat, dtype=np.int64)
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "weights_"):
-            raise NotFittedError(
-                "This LatentClassPMF is not fitted yet; call fit(data) first."
-            )
+        check_fitted(self, "weights_", "fit(data)")
 
     @property
     def variable_names_(self) -> list[str] | None:
@@ -306,7 +330,20 @@ class LatentClassPMF(
     def _codes(self, data) -> np.ndarray:
         """``data``'s codes in the fitted variable order and alphabets."""
         self._check_fitted()
-        return self._bound_codes(data)[0]
+        try:
+            return self._bound_codes(data)[0]
+        except CodeRangeError as err:
+            if getattr(self, "_names", None) is not None:
+                raise  # fitted on a CategoricalData: its alphabets were explicit
+            raise DataValidationError(
+                f"{err} The fit has n_categories_={self.n_categories_.tolist()}: "
+                "integer codes get the alphabets inferred from the rows given to fit "
+                "(max code + 1) unless they are given, so a category absent from those "
+                "rows (a rare one, missing from a fold of a grid search) is unknown. "
+                "Pass the full alphabets to the estimator, LatentClassPMF(..., "
+                "n_categories=[...]), so that every fit and every clone has them, or "
+                "fit a CategoricalData, which keeps its alphabets in every subset."
+            ) from None
 
     # ------------------------------------------------------------ the fitted PMF
 
@@ -386,3 +423,25 @@ class LatentClassPMF(
         """An estimator holding given parameters (e.g. a truth or a posterior mean)."""
         factors = list(factors)
         return cls(rank=len(np.asarray(weights)), **kwargs)._with_params(weights, factors)
+
+
+def _one_alphabet(given_to_fit, given_to_estimator):
+    """The alphabets of a fit: ``fit``'s ``n_categories`` or the estimator's, not two.
+
+    Raises
+    ------
+    DataValidationError
+        Both given, and unequal.
+    """
+    if given_to_fit is None:
+        return given_to_estimator
+    if given_to_estimator is None:
+        return given_to_fit
+    a, b = np.asarray(given_to_fit), np.asarray(given_to_estimator)
+    if a.shape != b.shape or np.any(a != b):
+        raise DataValidationError(
+            f"LatentClassPMF.fit got n_categories={a.tolist()}, but the estimator was "
+            f"built with n_categories={b.tolist()}. Give the alphabets once: leave out "
+            "fit's keyword, or set_params(n_categories=...)."
+        )
+    return given_to_fit

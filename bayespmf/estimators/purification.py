@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from bayespmf._validation import DataValidationError, check_int
-from bayespmf.estimators._base import check_ignored_y
+from bayespmf.estimators._base import check_fitted, check_ignored_y
 from bayespmf.fit.purification import purification
 from bayespmf.kernels.purification import min_inf_pinv, relu_decode
 from bayespmf.kernels.spa import spa
@@ -208,14 +208,12 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
 
         Raises
         ------
+        NotFittedError
+            Before :meth:`fit` (scikit-learn's, a ``ValueError``).
         DataValidationError
-            Before :meth:`fit`, ``Y`` with another number of features, or NaN or inf
-            in ``Y``.
+            ``Y`` with another number of features, or NaN or inf in ``Y``.
         """
-        if not hasattr(self, "components_"):
-            raise DataValidationError(
-                "This PurificationNMF is not fitted yet; call fit(Y) before transform."
-            )
+        check_fitted(self, "components_", "fit(Y)")
         y = np.asarray(Y, dtype=np.float64)
         if y.ndim != 2 or y.shape[1] != self.components_.shape[0]:
             raise DataValidationError(

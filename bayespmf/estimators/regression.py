@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator
 
 from bayespmf._npz import decode_value, encode_value
 from bayespmf.data import CategoricalData
-from bayespmf.estimators._base import LabelledFit, NotFittedError
+from bayespmf.estimators._base import LabelledFit, check_fitted
 from bayespmf.estimators._persistence import NpzPersistence, check_labels, corrupt_fit
 from bayespmf.fit.covariates import (
     DEFAULT_MAX_ITER,
@@ -282,10 +282,7 @@ class LatentClassRegression(NpzPersistence, LabelledFit, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _check_fitted(self) -> None:
-        if not hasattr(self, "coef_"):
-            raise NotFittedError(
-                f"This {_OWNER} is not fitted yet; call fit(X, covariates=Z) first."
-            )
+        check_fitted(self, "coef_", "fit(X, covariates=Z)")
 
     def _covariate_values(self, X, covariates, *, fitted: bool):
         """``covariates`` as an array: DataFrame columns matched by name, index checked.

@@ -42,7 +42,7 @@ from scipy import sparse
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from bayespmf._validation import DataValidationError
-from bayespmf.estimators.latent_class import NotFittedError
+from bayespmf.estimators._base import check_fitted
 from bayespmf.fit.simplex import (
     AsymmetricDirichletWarning,
     check_alpha,
@@ -128,11 +128,7 @@ class _SimplexEstimator(TransformerMixin, BaseEstimator):
         return tags
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "vertices_"):
-            raise NotFittedError(
-                f"This {type(self).__name__} instance is not fitted yet; call 'fit(X)' "
-                "first."
-            )
+        check_fitted(self, "vertices_", "fit(X)")
 
     def _check_X(self, X) -> np.ndarray:
         """Rows of new data, validated against the fit, preprocessed like in ``fit``."""

@@ -22,6 +22,7 @@ __all__ = [
     "as_source",
     "check_sample_weight",
     "float_array",
+    "register_source",
     "unit_mean_weights",
 ]
 
@@ -30,7 +31,6 @@ __all__ = [
 #: the patterns number at most this share of the rows (below it the pass over fewer
 #: rows more than pays for np.unique; benchmarks/multistart_cost.py).
 COLLAPSE_MAX_SHARE = 0.8
-
 
 
 def unique_rows(codes: np.ndarray, n_categories) -> tuple[np.ndarray, np.ndarray]:
@@ -57,6 +57,7 @@ def unique_rows(codes: np.ndarray, n_categories) -> tuple[np.ndarray, np.ndarray
     keys = (codes.astype(np.int64) + 1) @ place
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     return codes[first], inverse.ravel()
+
 
 class InMemorySource:
     """The data passes of :func:`~bayespmf.fit.fit_latent_class` on in-memory codes.
@@ -199,18 +200,62 @@ def check_sample_weight(sample_weight, n_rows: int, owner: str) -> np.ndarray:
     return w
 
 
+#: Data types that are fitted through a data source of their own, and the function
+#: that builds it: filled by the backends above this layer (:func:`register_source`).
+_SOURCE_BUILDERS: list = []
+
+
+def register_source(data_type: type, build) -> None:
+    """Fit data of ``data_type`` through the data source ``build(data)`` returns.
+
+    How a backend that sits above the fit layer (``bayespmf.dask``, whose
+    ``DaskCategoricalData`` is fitted chunk by chunk) makes :func:`as_source`, and so
+    :func:`~bayespmf.fit.fit_latent_class` and ``LatentClassPMF.fit``, take its data
+    without this layer importing it.
+
+    Parameters
+    ----------
+    data_type : type
+        The data's class.
+    build : callable
+        ``build(data) -> source``, an object with the passes of a data source.
+    """
+    _SOURCE_BUILDERS.append((data_type, build))
+
+
 def as_source(data, n_categories, sample_weight=None, owner="fit_latent_class"):
     """``data`` as a data source: a source as it is, else rows in memory.
+
+    Data of a registered type (:func:`register_source`; e.g.
+    :class:`bayespmf.dask.DaskCategoricalData`) are fitted through their own source,
+    chunk by chunk, never loaded into memory here.
 
     Entirely missing rows (and rows of weight 0) are dropped; weights are scaled to
     mean 1 (:func:`unit_mean_weights`), the scale kept in ``weight_scale``.
     """
+    for data_type, build in _SOURCE_BUILDERS:
+        if isinstance(data, data_type):  # e.g. chunked data: its map-reduce source
+            data = build(data)
+            break
     if hasattr(data, "em_kernel") and hasattr(data, "pairwise_marginals"):
         if sample_weight is not None:
             raise ValueError(
                 f"{owner}: 'sample_weight' is not supported for a data source; put "
                 "the weights in the source."
             )
+        if n_categories is not None:  # checked, never ignored: the source has its own
+            given = np.asarray(n_categories)
+            if given.ndim == 0:
+                given = np.full(len(data.n_categories), given)
+            if given.shape != np.shape(data.n_categories) or np.any(
+                given != data.n_categories
+            ):
+                raise DataValidationError(
+                    f"The 'n_categories' argument of {owner} ({given.tolist()}) "
+                    f"disagrees with the alphabets of the data "
+                    f"({np.asarray(data.n_categories).tolist()}). Leave 'n_categories' "
+                    "out, or build the data with these alphabets."
+                )
         return data
     codes, n_cat = as_codes(data, n_categories, name="data")
     weight = None

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pymc as pm
 
-from bayespmf._validation import DataValidationError
+from bayespmf._validation import DataValidationError, check_random_seed
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
 from bayespmf.models._start import INIT_JITTER
 
@@ -132,6 +132,7 @@ def sample_family(
     The family's checks run before its point estimate is fitted, which takes a while.
 
     """
+    random_seed = check_random_seed(random_seed, owner)
     if method not in family.methods:
         note = (
             " (method='gibbs' samples latent-class models only, with or without covariates)"

@@ -132,12 +132,16 @@ class PivotLogRatio(Transform):
     instead of 59 at a similar ESS per draw (``benchmarks/bayes_latent_class.py
     --compare``).
 
+    A simplex of one entry (the class weights of a rank-1 model) has no free
+    coordinate: it is mapped to an empty vector, the inverse gives the constant
+    ``[1.0]`` and the log-Jacobian is 0, as PyMC's ``simplex`` transform does.
+
     Parameters
     ----------
     pivot : array_like of int, shape = the simplex's batch shape
         Index of the pivot entry of every row (a scalar for a single simplex).
     n_entries : int
-        K, the size of the simplex (last axis).
+        K >= 1, the size of the simplex (last axis).
 
     Examples
     --------
@@ -148,6 +152,9 @@ class PivotLogRatio(Transform):
     True
     >>> bool(np.allclose(t.backward(y).eval(), x))
     True
+    >>> one = PivotLogRatio(0, 1)  # rank 1: the weights are [1.0], nothing is free
+    >>> one.forward(np.array([1.0])).eval().shape, one.backward(np.zeros(0)).eval()
+    ((0,), array([1.]))
     """
 
     name = "pivot_logratio"
@@ -156,9 +163,9 @@ class PivotLogRatio(Transform):
     def __init__(self, pivot, n_entries: int):
         pivot = np.asarray(pivot, dtype=np.int64)
         n_entries = int(n_entries)
-        if n_entries < 2 or (pivot.size and (pivot.min() < 0 or pivot.max() >= n_entries)):
+        if n_entries < 1 or (pivot.size and (pivot.min() < 0 or pivot.max() >= n_entries)):
             raise DataValidationError(
-                f"PivotLogRatio needs n_entries >= 2 and pivots in [0, n_entries); got "
+                f"PivotLogRatio needs n_entries >= 1 and pivots in [0, n_entries); got "
                 f"n_entries={n_entries}, pivots {pivot.tolist()}."
             )
         self.pivot = pivot

@@ -165,7 +165,9 @@ def sample(
     draws, tune, chains : int
         For NUTS; for ADVI ``draws`` samples are taken from the fitted approximation
         (one chain) after ``advi_iterations`` optimization steps.
-    random_seed : int, optional
+    random_seed : int, sequence of int or numpy.random.Generator, optional
+        Checked before any work: anything NumPy cannot seed with (a string, a float,
+        a negative int) is a ``ValueError`` naming ``random_seed``.
     align : bool, default True
         Relabel classes draw by draw (see :func:`align_labels`) against the point
         estimate (``init``, or a CNMF-SPA-EM fit when ``init`` is None).

@@ -12,7 +12,7 @@ import xarray as xr
 from scipy.special import logsumexp
 
 from bayespmf._arviz import hdi_of_draws
-from bayespmf._validation import DataValidationError, check_int
+from bayespmf._validation import DataValidationError, check_int, check_random_seed
 from bayespmf.data import CategoricalData, as_categorical
 from bayespmf.models._draws import (
     BLOCK_VALUES,
@@ -225,8 +225,8 @@ def impute(idata, data=None, *, random_seed=None) -> xr.DataArray:
     >>> filled.shape, filled.values[0, 0].tolist()  # u and v always agree here
     ((1, 4, 2, 2), [[0, 0], [1, 1]])
     """
+    rng = np.random.default_rng(check_random_seed(random_seed, "impute"))
     data = idata_data(idata, data)
-    rng = np.random.default_rng(random_seed)
     w, stacked = posterior_params(idata, data)
     post = idata.posterior
     c, d = post.sizes["chain"], post.sizes["draw"]

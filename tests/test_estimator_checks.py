@@ -78,11 +78,6 @@ _LATENT_CLASS = {
         "check_sample_weights_not_overwritten",
         "check_sample_weights_shape",
     )
-} | {
-    "check_estimators_unfitted": (
-        "predict(data, target) needs a target, so the check's predict(X) raises "
-        "TypeError before the not-fitted check"
-    ),
 }
 
 #: Estimator class -> {check name: why it cannot pass}.

@@ -165,6 +165,8 @@ Y = np.random.default_rng(0).random((20, 4))
     [
         (LatentClassPMF(2), "predict", (X, 0)),
         (LatentClassPMF(2), "predict_proba", (X, 0)),
+        (LatentClassPMF(2), "predict", (X,)),  # the call: no target
+        (LatentClassPMF(2), "predict_proba", (X,)),
         (LatentClassPMF(2), "expected_value", (X, 0)),
         (LatentClassPMF(2), "predict_class_proba", (X,)),
         (LatentClassPMF(2), "score", (X,)),
@@ -180,6 +182,14 @@ Y = np.random.default_rng(0).random((20, 4))
 def test_row4_methods_before_fit_raise_not_fitted(estimator, method, args):
     with pytest.raises(NotFittedError, match=rf"This {type(estimator).__name__} is not"):
         getattr(estimator, method)(*args)
+
+
+def test_predict_without_target_is_the_class_as_in_sklearn_mixtures():
+    data, _ = make_latent_class(300, 3, rank=2, n_variables=4, random_state=2)
+    est = LatentClassPMF(2, random_state=0).fit(data)
+    np.testing.assert_array_equal(est.predict(data), est.predict_class(data))
+    np.testing.assert_allclose(est.predict_proba(data), est.predict_class_proba(data))
+    assert est.predict_proba(data, 0).shape == (300, 3)  # a target: that variable
 
 
 @pytest.fixture(scope="module")

@@ -97,8 +97,12 @@ class LatentClassPrediction:
         p = np.asarray(self.predict_class_proba(data))
         return self._as_series(data, np.argmax(p, axis=1), "class")
 
-    def predict_proba(self, data, target) -> np.ndarray:
+    def predict_proba(self, data, target=None) -> np.ndarray:
         """PMF of variable ``target`` given each row's other observed entries, (S, I_t).
+
+        Without ``target``: the posterior class probabilities,
+        :meth:`predict_class_proba` (S, F), as scikit-learn's mixture models and
+        StepMix read ``predict_proba(X)``.
 
         Examples
         --------
@@ -109,15 +113,21 @@ class LatentClassPrediction:
         >>> np.allclose(m.predict_proba(data, target=0).sum(axis=1), 1.0)
         True
         """
+        if target is None:
+            return self.predict_class_proba(data)
         t = self._target(target)
         p = conditional_pmf(self._codes(data), self.weights_, self.factors_, t)
         return self._as_frame(data, p, self._labels(t))
 
-    def predict(self, data, target) -> np.ndarray:
+    def predict(self, data, target=None) -> np.ndarray:
         """MAP code of ``target`` given each row's other observed entries, (S,).
 
         For a DataFrame ``data``: a Series of category labels indexed like it.
+        Without ``target``: the modal class of each row, :meth:`predict_class`, as
+        scikit-learn's mixture models and StepMix read ``predict(X)``.
         """
+        if target is None:
+            return self.predict_class(data)
         t = self._target(target)
         code = np.argmax(np.asarray(self.predict_proba(data, target)), axis=1)
         if not isinstance(data, pd.DataFrame):

@@ -6,9 +6,10 @@ points ``--authors-code`` at their own checkout of the folder
 ``jointprobability_code_tsp/JointProbability_synthetic``. This module writes the data
 of one trial to CSV files, copies the checkout's ``functions`` folder to a temporary
 directory with one Octave compatibility edit (Octave 7 has no ``sum(x, "all")``; it
-becomes ``sum(x(:))``), writes a small driver that calls their functions exactly as
-their experiment scripts do (``main_synthetic1.m`` for Tables 4-5,
-``main_synthetic2_seperability.m`` for Tables 1-3), runs it, and reads back each
+becomes ``sum(x(:))``; likewise in ``functions_mle``), writes a small driver that
+calls their functions exactly as their experiment scripts do
+(``main_synthetic1.m`` for Tables 4-5, ``main_synthetic2_seperability.m`` for
+Tables 1-3), runs it, and reads back each
 method's estimate. The factor MSE is then computed by bayespmf's
 :func:`~bayespmf.metrics.factor_mse` on their estimate, next to the MSE their own
 ``getMSE_nomre.m`` printed, so the two metric implementations are checked against each
@@ -19,7 +20,13 @@ gradient started from ``rand``); CNMF-OPT (``N_CTF_AO_KL``) from the CNMF-SPA fa
 floored at 1e-6 and the *true* prior, at most 200 outer sweeps (500 in the Table 1-3
 script) of up to 200 mirror-descent steps per block, outer tolerance 1e-6; the EMs
 (``run_EM_mod``) at most 30 iterations, stopped when the factor MSE against the *true*
-factors changes by less than 1e-6 relative; RAND-EM from ``gen_PMF_factors``.
+factors changes by less than 1e-6 relative; RAND-EM from ``gen_PMF_factors``; CTD
+(``N_CTF_AO_ADMM_Paper_Notation`` on the triple marginals) from a second
+``gen_PMF_factors`` draw, and MLE-AD-EM (20 sweeps of ``functions_mle/run_sweeps.m``
+from that draw, then EM), with each script's settings (``ctd_*`` of
+:func:`run_authors_code`). Each EM runs twice from the same start: as their script
+(the method name with ``-30``) and for :data:`AUTHORS_EM_ROUNDS` rounds without the
+stop on the truth, the protocol of our judged EM rows (run to convergence).
 """
 
 from __future__ import annotations
@@ -36,10 +43,24 @@ import numpy as np
 from bayespmf.metrics import factor_mse
 
 #: The methods the driver can run, in the order it runs them.
-AUTHORS_METHODS = ("cnmf-spa", "cnmf-opt", "cnmf-spa-em", "em")
+AUTHORS_METHODS = (
+    "cnmf-spa",
+    "cnmf-opt",
+    "cnmf-spa-em",
+    "cnmf-spa-em-30",
+    "em",
+    "em-30",
+    "ctd",
+    "ad-em",
+    "ad-em-30",
+)
+#: EM rounds of the authors' ``run_EM_mod`` in the runs without ``-30``: as many as
+#: our EM's ``max_iter`` (``DEFAULT_MAX_ITER["em"]``), never stopped on the truth.
+AUTHORS_EM_ROUNDS = 1000
 
 _DRIVER = r"""
-function run_cnmf_authors(datafile, truthfile, outdir, F, M, methods, opt_sweeps)
+function run_cnmf_authors(datafile, truthfile, outdir, F, M, methods, opt_sweeps, ...
+                          ctd_iter, ctd_rho, ctd_uniform_l0, em_rounds)
 warning('off', 'all');
 dataset = dlmread(datafile, ',');
 T = dlmread(truthfile, ',');
@@ -76,29 +97,68 @@ if any(strcmp(methods, 'cnmf-opt'))
   fprintf(fid, 'cnmf-opt,%.12g,%.6g,%d\n', getMSE_nomre(A_o, l_o, A_true, l_true), t, ...
           numel(Out.hist_cost));
 end
-if any(strcmp(methods, 'cnmf-spa-em')) || any(strcmp(methods, 'em'))
+ems = {'cnmf-spa-em', 'cnmf-spa-em-30', 'em', 'em-30', 'ad-em', 'ad-em-30'};
+if any(ismember(methods, ems))
   Z = cell(N, 1);
   for n = 1:N
     r = find(dataset(:, n) > 0);
     Z{n} = full(sparse(r, dataset(r, n), 1, n_items, I(n)));
   end
-  o = {}; o.Nround = 30; o.A_true = A_true; o.l_true = l_true; o.tol = 1e-6;
-  if any(strcmp(methods, 'cnmf-spa-em'))
-    A0 = A_est;
-    for i = 1:N, G = max(A0{i}, eps); A0{i} = G * diag(1 ./ sum(G, 1)); end
-    a = tic; [Ae, le, ts] = run_EM_mod(A0, l_est, Z, o); t = toc(a);
-    save_est(outdir, 'cnmf-spa-em', Ae, le);
-    fprintf(fid, 'cnmf-spa-em,%.12g,%.6g,%d\n', getMSE_nomre(Ae, le, A_true, l_true), ...
-            t, numel(ts));
+end
+% their scripts: 30 rounds, stopped early when the MSE against the true factors
+% changes by < 1e-6 relative; '-30' names that run. Without '-30': the same EM run
+% for em_rounds rounds without looking at the truth (tol -1 never stops it)
+o30 = {}; o30.Nround = 30; o30.A_true = A_true; o30.l_true = l_true; o30.tol = 1e-6;
+olong = o30; olong.Nround = em_rounds; olong.tol = -1;
+if any(ismember(methods, {'cnmf-spa-em', 'cnmf-spa-em-30'}))
+  A0 = A_est;
+  for i = 1:N, G = max(A0{i}, eps); A0{i} = G * diag(1 ./ sum(G, 1)); end
+  run_em(fid, outdir, 'cnmf-spa-em', methods, A0, l_est, Z, o30, olong, 0, A_true, l_true);
+end
+if any(ismember(methods, {'em', 'em-30'}))
+  [A0, l0] = gen_PMF_factors(I, F);
+  run_em(fid, outdir, 'em', methods, A0, l0, Z, o30, olong, 0, A_true, l_true);
+end
+if any(ismember(methods, {'ctd', 'ad-em', 'ad-em-30'}))
+  % CTD (Kargas et al.) on the triple marginals, from gen_PMF_factors; MLE-AD-EM
+  % (Yeredor & Haardt): 20 AD sweeps from the same start, then 30 EM rounds
+  marg_t = num2cell(nchoosek(1:N, 3), 2);
+  Y_t = get_obs_marg_fast(dataset, marg_t, I);
+  [A0, l0] = gen_PMF_factors(I, F);
+  if ctd_uniform_l0, l0 = ones(F, 1) / F; end
+  if any(strcmp(methods, 'ctd'))
+    o2 = {};
+    for n = 1:N, o2.constraint{n} = 'simplex_col'; end
+    o2.constraint{N + 1} = 'simplex';
+    o2.max_iter = ctd_iter; o2.rho = ctd_rho;
+    o2.A0 = A0; o2.l0 = l0; o2.marg = marg_t;
+    o2.computeCost = 1; o2.computeMSE = 0; o2.computeCostInterval = 20;
+    o2.tol_impr = 1e-6;
+    a = tic; [Ac, lc, Out] = N_CTF_AO_ADMM_Paper_Notation(Y_t, I, F, o2); t = toc(a);
+    save_est(outdir, 'ctd', Ac, lc);
+    it = ctd_iter; if isfield(Out, 'iter'), it = Out.iter; end
+    fprintf(fid, 'ctd,%.12g,%.6g,%d\n', getMSE_nomre(Ac, lc, A_true, l_true), t, it);
   end
-  if any(strcmp(methods, 'em'))
-    [A0, l0] = gen_PMF_factors(I, F);
-    a = tic; [Ae, le, ts] = run_EM_mod(A0, l0, Z, o); t = toc(a);
-    save_est(outdir, 'em', Ae, le);
-    fprintf(fid, 'em,%.12g,%.6g,%d\n', getMSE_nomre(Ae, le, A_true, l_true), t, numel(ts));
+  if any(ismember(methods, {'ad-em', 'ad-em-30'}))
+    o3 = {}; o3.marg = marg_t; o3.max_iter = 20; o3.tol = 1e-6;
+    a = tic; [Aa, la, Out] = run_sweeps(Y_t, A0, l0, o3); t1 = toc(a);
+    run_em(fid, outdir, 'ad-em', methods, Aa, la, Z, o30, olong, t1, A_true, l_true);
   end
 end
 fclose(fid);
+end
+
+function run_em(fid, outdir, name, methods, A0, l0, Z, o30, olong, t0, A_true, l_true)
+% their run_EM_mod from (A0, l0): as their script ('<name>-30') and/or run long
+runs = {[name '-30'], o30; name, olong};
+for k = 1:2
+  if any(strcmp(methods, runs{k, 1}))
+    a = tic; [Ae, le, ts] = run_EM_mod(A0, l0, Z, runs{k, 2}); t = t0 + toc(a);
+    save_est(outdir, runs{k, 1}, Ae, le);
+    fprintf(fid, '%s,%.12g,%.6g,%d\n', runs{k, 1}, ...
+            getMSE_nomre(Ae, le, A_true, l_true), t, numel(ts));
+  end
+end
 end
 
 function save_est(outdir, name, A, l)
@@ -125,7 +185,10 @@ def run_octave(call: str, work: Path, timeout=None) -> subprocess.CompletedProce
 
 
 def _patched_functions(checkout: Path, workdir: Path) -> Path:
-    """Copy ``functions`` (and its tensorlab) with the Octave edit; return the copy."""
+    """Copy ``functions`` (with its tensorlab) and ``functions_mle`` with the Octave edit.
+
+    Returns the copy of ``functions``; ``functions_mle`` lies beside it.
+    """
     src = checkout / "functions"
     if not (src / "SingleSPA.m").exists():
         raise FileNotFoundError(
@@ -135,8 +198,10 @@ def _patched_functions(checkout: Path, workdir: Path) -> Path:
         )
     dst = workdir / "functions"
     shutil.copytree(src, dst)
-    pattern = re.compile(r'sum\(([A-Za-z_{}0-9]+),\s*"all"\)')
-    for path in dst.glob("*.m"):
+    if (checkout / "functions_mle").is_dir():  # MLE-AD (Yeredor & Haardt)
+        shutil.copytree(checkout / "functions_mle", workdir / "functions_mle")
+    pattern = re.compile(r"""sum\(([A-Za-z_{}0-9]+),\s*["']all["']\)""")
+    for path in [*dst.glob("*.m"), *(workdir / "functions_mle").glob("*.m")]:
         text = path.read_text(errors="replace")
         new = pattern.sub(r"sum(\1(:))", text)
         if new != text:
@@ -152,6 +217,10 @@ def run_authors_code(
     methods=AUTHORS_METHODS,
     opt_sweeps=200,
     split=3,
+    ctd_iter=500,
+    ctd_rho=(0.01, 0.1),
+    ctd_uniform_l0=False,
+    em_rounds=AUTHORS_EM_ROUNDS,
     timeout=3600,
 ):
     """Run the authors' pipeline on one data set; ``{method: {...}}`` per method run.
@@ -171,6 +240,18 @@ def run_authors_code(
         CNMF-OPT's outer sweeps (200 in their Table 4-5 script, 500 in Tables 1-3).
     split : int
         CNMF-SPA's M.
+    ctd_iter, ctd_rho, ctd_uniform_l0
+        CTD's (``N_CTF_AO_ADMM_Paper_Notation``) outer iterations, ADMM penalties
+        and whether its random start has equal class weights: 500, (0.01, 0.1) and
+        no in the Table 1-3 script (``main_synthetic2_seperability.m``), 200,
+        (10, 10) and yes in the Table 4-5 script (``main_synthetic1.m``). MLE-AD-EM
+        (Tables 1-3 only, as in the paper) runs 20 AD sweeps of their
+        ``functions_mle/run_sweeps.m`` from CTD's start, then EM.
+    em_rounds : int
+        EM rounds (``run_EM_mod``) of ``"cnmf-spa-em"``, ``"em"`` and ``"ad-em"``,
+        run without their stopping rule, which looks at the true factors. The
+        ``-30`` methods are their scripts' runs: at most 30 rounds, stopped when
+        the factor MSE against the truth changes by less than 1e-6 relative.
 
     Returns
     -------
@@ -198,8 +279,11 @@ def run_authors_code(
         call = (
             f"addpath('{work}'); addpath('{functions}'); "
             f"addpath('{functions / 'tensorlab'}'); "
-            f"run_cnmf_authors('{work / 'data.csv'}', '{work / 'truth.csv'}', "
-            f"'{work}', {rank}, {split}, {cells}, {opt_sweeps})"
+            + (f"addpath('{work / 'functions_mle'}'); " if "ad-em" in methods else "")
+            + f"run_cnmf_authors('{work / 'data.csv'}', '{work / 'truth.csv'}', "
+            f"'{work}', {rank}, {split}, {cells}, {opt_sweeps}, {ctd_iter}, "
+            f"[{ctd_rho[0]:g} {ctd_rho[1]:g}], {int(bool(ctd_uniform_l0))}, "
+            f"{int(em_rounds)})"
         )
         start = time.perf_counter()
         proc = run_octave(call, work, timeout)
@@ -229,5 +313,8 @@ def run_authors_code(
                 "weights": weights,
                 "factors": factors,
             }
+        missing = [m for m in methods if m not in out]
+        if missing:  # their code stopped part-way: say where
+            out["_error"] = f"no estimate of {missing}: " + proc.stderr[-1500:]
         out["_wall"] = time.perf_counter() - start
     return out

@@ -32,11 +32,18 @@ the published numbers:
   (at S >= 1e4 far from converged; with few observed pairs, Table 3 at p <= 0.01,
   the converged maximum-likelihood estimate overfits and the cap regularizes it),
   and CNMF-SPA as the package runs it by default (the split chosen from the data by
-  a parametric bootstrap). ``--authors-code`` runs their code on the first trial's
-  data of every cell (``_authors_cnmf.py``), so each row can be read against their
-  implementation (on the same data: ours on that trial is kept beside theirs) as
-  well as their table; ``paper_cnmf.py --authors-from`` takes those values from an
-  earlier run's JSON instead (the same seed draws the same data).
+  a parametric bootstrap). Table 3 adds a reference row without class structure
+  (equal weights, every column the variable's observed marginal): with a handful of
+  co-observed pairs at p <= 0.01 it scores what the published EM rows score. Its
+  note gives the log-likelihood of trial 0's estimates and of the true parameters. The
+  authors' EMs run twice from the same start: as their scripts (the 30-iteration
+  rows) and, for the judged rows, run long without their stop on the truth.
+  ``--authors-code`` runs their code on the first trial's data of every cell, or on
+  the first ``authors_trials`` (``_authors_cnmf.py``), so each row can be read
+  against their implementation (on the same data sets: ours on those trials is kept
+  beside theirs) as well as their table; ``paper_cnmf.py --authors-from`` takes
+  those values from an earlier run's JSON instead (the same seed draws the same
+  data).
 * **Table 6** is the mean wall time per fit at S = 1e5 of the Table 1 and Table 4
   settings, from those runs (the user's ``fit``, marginals included). The paper's
   times are MATLAB on an i7 at 3.4 GHz; ours are on whatever runs this script.
@@ -59,6 +66,7 @@ from bayespmf.fit.multistart import floor_params
 from bayespmf.kernels.cnmf import cnmf_spa
 from bayespmf.marginals import pairwise_marginals
 from bayespmf.metrics import factor_mse, joint_pmf_relative_error
+from bayespmf.pmf import log_likelihood_rows
 
 PAPER = "Ibrahim & Fu (CNMF)"
 
@@ -72,10 +80,11 @@ LABEL = {
     "cnmf-spa-default": "CNMF-SPA, split by bootstrap (package default; not in the paper)",
     "cnmf-spa-em-30": "CNMF-SPA-EM, 30 iterations (the authors' scripts; not judged)",
     "em-30": "RAND-EM, 30 iterations (the authors' scripts; not judged)",
+    "marginals": "no classes: every column the variable's observed marginal (not judged)",
 }
 ALL_METHODS = tuple(LABEL)[:6]
 #: Rows that are ours only: printed beside the paper's rows, not judged.
-EXTRA_ROWS = ("cnmf-spa-default", "cnmf-spa-em-30", "em-30")
+EXTRA_ROWS = ("cnmf-spa-default", "cnmf-spa-em-30", "em-30", "marginals")
 #: The extra row shown beside each paper row that has one.
 DEFAULT_ROW = {
     "cnmf-spa": "cnmf-spa-default",
@@ -96,10 +105,16 @@ SIZES = PAPER_SIZES
 #: The authors' code is run on data sets of at most this many rows (Octave holds a
 #: dense S x I_n indicator matrix per variable for its EM); at N = 15 (Tables 4-5)
 #: their CNMF-OPT takes 10-30 minutes per data set under Octave, so there it runs
-#: only up to S = 1e4.
-AUTHORS_MAX_ROWS = {("Table 4", "cnmf-opt"): 10**4, ("Table 5", "cnmf-opt"): 10**4}
+#: only up to S = 1e4. Their CNMF-SPA needs only the pairwise marginals and runs
+#: at every size.
+AUTHORS_MAX_ROWS = {("Table 4", "cnmf-opt"): 10**4, ("Table 5", "cnmf-opt"): 10**4} | {
+    (f"Table {t}", "cnmf-spa"): 10**6 for t in range(1, 6)
+}
 AUTHORS_MAX_ROWS_DEFAULT = 10**5
+#: The columns of Table 3 (observation probabilities at S = 1e5);
+#: ``paper_cnmf.py --p-obs`` runs a subset by replacing ``P_OBS``.
 P_SMALL = (0.1, 0.05, 0.01, 0.005)
+P_OBS = P_SMALL
 
 # Published values, Tables 1-5 (columns S = 1e3, 1e4, 1e5, 1e6; Table 3: p = 0.1,
 # 0.05, 0.01, 0.005 at S = 1e5).
@@ -213,9 +228,13 @@ def setting(table: str):
                 random_state=seed,
             )
 
-        columns = P_SMALL if table == "Table 3" else SIZES
+        columns = P_OBS if table == "Table 3" else SIZES
         metrics = ("MSE",) if table == "Table 3" else ("MSE", "MRE")
-        return columns, make, ALL_METHODS, metrics
+        # Table 3 also shows the factor MSE of an estimate without class structure
+        # (equal weights, every column the observed marginal): at p <= 0.01 the
+        # published EM rows are at that level
+        methods = (*ALL_METHODS, "marginals") if table == "Table 3" else ALL_METHODS
+        return columns, make, methods, metrics
     p = 0.2 if table == "Table 5" else 0.5
 
     def make(size, seed):
@@ -240,7 +259,22 @@ def _paper_split(n_vars):
     return list(range(PAPER_M)), list(range(PAPER_M, n_vars))
 
 
+def _observed_marginals(data, rank):
+    """Equal weights and every column the variable's observed marginal."""
+    codes = np.asarray(data.codes)
+    factors = []
+    for n, size in enumerate(data.n_categories):
+        col = codes[:, n]
+        counts = np.bincount(col[col >= 0], minlength=size).astype(float)
+        total = counts.sum()
+        marg = counts / total if total > 0 else np.full(size, 1.0 / size)
+        factors.append(np.repeat(marg[:, None], rank, axis=1))
+    return np.full(rank, 1.0 / rank), factors
+
+
 def _fit(method, data, rank, seed):
+    if method == "marginals":
+        return _observed_marginals(data, rank)
     if method == "cnmf-spa-default":
         est = LatentClassPMF(rank, method="cnmf-spa", random_state=seed).fit(data)
         return est.weights_, est.factors_
@@ -300,11 +334,13 @@ def run_table(
     timings=None,
     progress=print,
     authors_from=None,
+    authors_trials=1,
 ):
     """Run one of Tables 1-5 and add its cells to ``report``.
 
     ``trials_large`` trials are run at S = 1e6; ``authors`` (a checkout path) runs
-    the authors' code on trial 0 of every column. ``authors_from`` maps ``(table,
+    the authors' code on the first ``authors_trials`` trials of every column (their
+    mean beside ours on the same data sets). ``authors_from`` maps ``(table,
     row, column, metric)`` to the authors' value of an earlier run with the same
     seed, used where their code is not run now. ``timings`` collects the wall times
     at S = 1e5 for Table 6.
@@ -325,19 +361,24 @@ def run_table(
         n_trials = trials_large if (table != "Table 3" and column >= 10**6) else trials
         label = column_label(table, column)
         values = {(m, k): [] for m in methods for k in metrics}
-        first = {}  # ours on trial 0's data, the data the authors' code runs on
+        first = {}  # ours on the data sets the authors' code runs on
         seconds = {m: [] for m in methods}
         refused = {}
-        theirs = {}
+        theirs = {}  # (method, metric) -> their values, one per data set
+        loglik = {}  # trial 0: the log-likelihood of each estimate (with "marginals")
         for trial, trial_seq in enumerate(col_seq.spawn(n_trials)):
             trial_seed = int(trial_seq.generate_state(1)[0])
             data, truth = make(column, trial_seed)
             rank = truth.weights.size
+            if trial == 0 and "marginals" in methods:
+                loglik["truth"] = _loglik(data, truth.weights, truth.factors)
             for m in methods:
                 w, a, sec = fit_one(m, data, rank, trial_seed)
                 if w is None:
                     refused[m] = (refused.get(m, (0, ""))[0] + 1, a)
                     continue
+                if trial == 0 and "marginals" in methods:
+                    loglik[m] = _loglik(data, w, a)
                 seconds[m].append(sec)
                 values[(m, "MSE")].append(factor_mse(w, a, truth.weights, truth.factors))
                 if "MRE" in metrics:
@@ -346,16 +387,20 @@ def run_table(
                             (w, a), (truth.weights, truth.factors), relative_to="estimate"
                         )
                     )
-                if trial == 0:
-                    first.update({(m, k): values[(m, k)][-1] for k in metrics})
+                if trial < authors_trials:
+                    for k in metrics:
+                        first.setdefault((m, k), []).append(values[(m, k)][-1])
             run_theirs = [
                 m
                 for m in methods
                 if data.n_samples
                 <= AUTHORS_MAX_ROWS.get((table, m), AUTHORS_MAX_ROWS_DEFAULT)
             ]
-            if trial == 0 and authors is not None and run_theirs:
-                theirs = _run_authors(authors, data, truth, table, run_theirs, progress)
+            if trial < authors_trials and authors is not None and run_theirs:
+                got = _run_authors(authors, data, truth, table, run_theirs, progress)
+                for m, res in got.items():
+                    for k, v in res.items():
+                        theirs.setdefault((m, k), []).append(v)
             progress(
                 f"  [{table}] {label} trial {trial + 1}/{n_trials}: "
                 + ", ".join(
@@ -371,35 +416,24 @@ def run_table(
             if m in refused:
                 count, why = refused[m]
                 note = f"{LABEL[m]} refused {count} of {n_trials} data sets: {why}"
+            if m == "marginals" and loglik:
+                note = _loglik_note(loglik)
             for k in metrics:
-                if m in EXTRA_ROWS:
-                    report.add(
-                        table,
-                        LABEL[m],
-                        label,
-                        k,
-                        None,
-                        values[(m, k)] or None,
-                        better=None,
-                        note=note,
-                    )
-                    continue
-                theirs_k = theirs.get(m, {}).get(k)
-                cell_note = note
-                if theirs_k is None and (table, LABEL[m], label, k) in authors_from:
-                    theirs_k, source = authors_from[(table, LABEL[m], label, k)]
-                    cell_note = "; ".join(
-                        filter(None, [note, f"authors' code: from {source}, same data"])
-                    )
+                theirs_k, same, paired_se, cell_note = _authors_cell(
+                    theirs, first, m, k, authors_from.get((table, LABEL[m], label, k))
+                )
+                cell_note = "; ".join(filter(None, [note, cell_note]))
                 report.add(
                     table,
                     LABEL[m],
                     label,
                     k,
-                    published[k][m][col],
+                    None if m in EXTRA_ROWS else published[k][m][col],
                     values[(m, k)] or None,
+                    better=None if m in EXTRA_ROWS else "lower",
                     authors=theirs_k,
-                    ours_same_data=None if theirs_k is None else first.get((m, k)),
+                    ours_same_data=same,
+                    paired_se=paired_se,
                     note=cell_note,
                 )
             if (
@@ -411,24 +445,86 @@ def run_table(
                 timings[(table, m)] = seconds[TIMED_AS.get(m, m)]
 
 
+def _loglik(data, weights, factors) -> float:
+    """Log-likelihood of an estimate on the observed entries of ``data``."""
+    return float(np.sum(log_likelihood_rows(np.asarray(data.codes), weights, factors)))
+
+
+def _loglik_note(loglik: dict) -> str:
+    """The log-likelihoods of trial 0's estimates (and the truth's), for the note."""
+    parts = [f"{LABEL.get(m, m).split(':')[0]} {v:.1f}" for m, v in loglik.items()]
+    return "log-likelihood on trial 0's data: " + ", ".join(parts)
+
+
+def _authors_cell(theirs, first, method, metric, earlier):
+    """``(authors' value, ours on the same data, paired s.e., note)`` of one cell.
+
+    ``theirs`` holds this run's values of the authors' code per data set, ``first``
+    ours on the same data sets; ``earlier`` is ``(value, file)`` of an earlier run
+    (``--authors-from``) used when their code did not run now.
+    """
+    pairs = [
+        (o, t)
+        for o, t in zip(first.get((method, metric), []), theirs.get((method, metric), []))
+        if np.isfinite(t)
+    ]
+    vals = [t for _, t in pairs]
+    if vals:
+        ours = [o for o, _ in pairs]
+        diff = np.subtract(ours, vals)
+        se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else None
+        note = "" if len(vals) == 1 else f"authors' code on {len(vals)} data sets"
+        extra = theirs.get((f"{method}-30", metric)) if method == "ad-em" else None
+        if extra:
+            note = "; ".join(
+                filter(
+                    None,
+                    [
+                        note,
+                        "authors' script as written (AD, then <= 30 EM rounds stopped "
+                        f"on the true factors): {np.mean(extra):.4g}",
+                    ],
+                )
+            )
+        return float(np.mean(vals)), float(np.mean(ours)), se, note
+    if earlier is not None:
+        value, source = earlier
+        same = first.get((method, metric))
+        note = f"authors' code: from {source}, same data"
+        return value, same[0] if same else None, None, note
+    return None, None, None, ""
+
+
 def _run_authors(checkout, data, truth, table, methods, progress):
     """Their code on this data: ``{method: {"MSE": ..., "MRE": ...}}``."""
     from _authors_cnmf import AUTHORS_METHODS, run_authors_code
 
     run = [m for m in AUTHORS_METHODS if m in methods]
-    sweeps = 500 if table in ("Table 1", "Table 2", "Table 3") else 200
+    if "ad-em" in run:  # their script's MLE-AD-EM too, for the note
+        run.append("ad-em-30")
+    small = table in ("Table 1", "Table 2", "Table 3")
+    # each script's settings: main_synthetic2_seperability.m (Tables 1-3),
+    # main_synthetic1.m (Tables 4-5)
+    protocol = {
+        "opt_sweeps": 500 if small else 200,
+        "ctd_iter": 500 if small else 200,
+        "ctd_rho": (0.01, 0.1) if small else (10.0, 10.0),
+        "ctd_uniform_l0": not small,
+    }
     try:
-        out = run_authors_code(checkout, data.codes, truth, methods=run, opt_sweeps=sweeps)
+        out = run_authors_code(checkout, data.codes, truth, methods=run, **protocol)
     except Exception as err:  # their code's failure must not stop ours
         progress(f"  [{table}] the authors' code did not run: {type(err).__name__}: {err}")
         return {}
+    if "_error" in out:
+        progress(f"  [{table}] the authors' code stopped part-way: {out['_error']}")
     res = {}
     for m in run:
         r = out.get(m)
         if r is None:
             continue
         if not np.isfinite(r["mse"]):
-            progress(f"  [{table}] authors' code {LABEL[m]}: NaN estimate (not counted)")
+            progress(f"  [{table}] authors' code {m}: NaN estimate (not counted)")
             continue
         res[m] = {"MSE": r["mse"]}
         if table in ("Table 1", "Table 2"):
@@ -438,7 +534,7 @@ def _run_authors(checkout, data, truth, table, methods, progress):
                 relative_to="estimate",
             )
         progress(
-            f"  [{table}] authors' code {LABEL[m]}: MSE {r['mse']:.4f} (their "
+            f"  [{table}] authors' code {m}: MSE {r['mse']:.4f} (their "
             f"getMSE_nomre {r['mse_theirs']:.4f}), {r['seconds']:.1f} s, "
             f"{r['iterations']} iterations"
         )

@@ -17,10 +17,11 @@ improves (``better="lower"`` for errors and times, ``"higher"`` for accuracies):
 * ``"worse"``: ours is worse by more than that; with the authors' code also run and
   worse than published too, the verdict is ``"worse, as the authors' code"`` where ours
   is no worse than theirs and ``"worse, and worse than the authors' code"`` where it
-  is. "No worse" compares like with like: where their code ran on one trial's data
-  only (``ours_same_data`` is ours on that data), ours on that data against theirs;
-  otherwise (their code on the same splits as ours) our mean against theirs, within
-  two standard errors of our mean;
+  is. "No worse" compares like with like: where their code ran on some trials' data
+  only (``ours_same_data`` is ours on those data sets), ours on that data against
+  theirs, within two standard errors of the paired difference where it ran on more
+  than one data set (``paired_se``); otherwise (their code on the same splits as
+  ours) our mean against theirs, within two standard errors of our mean;
 * ``"not run"``: ours gave no number (the method refused the data, with the reason in
   the cell's note);
 * ``"-"``: a cell that is reported, not judged (``better=None``: runtimes on other
@@ -49,10 +50,11 @@ class Cell:
     "accuracy %"). ``metric`` names what is measured ("MSE", "MRE", "time s").
     ``ours`` is the mean over ``trials`` runs with standard deviation ``sd``.
     ``authors`` is the authors' public code run here on the same data (None where not
-    run); ``ours_same_data`` is ours on the data their code ran on, where that is one
-    trial's data rather than all of ours. ``better`` is "lower", "higher" or None (not
-    judged). ``note`` is free text
-    shown beside the cell (e.g. what differs from the paper's protocol).
+    run); ``ours_same_data`` is ours on the data their code ran on, where that is some
+    trials' data rather than all of ours, and ``paired_se`` the standard error of the
+    mean of the paired differences (ours - theirs) over those data sets, where there are
+    several. ``better`` is "lower", "higher" or None (not judged). ``note`` is free
+    text shown beside the cell (e.g. what differs from the paper's protocol).
     """
 
     paper: str
@@ -68,6 +70,7 @@ class Cell:
     better: str | None = "lower"
     ours_same_data: float | None = None
     note: str = ""
+    paired_se: float | None = None
 
     @property
     def verdict(self) -> str:
@@ -89,7 +92,9 @@ class Cell:
             # where it is no worse than theirs: on the same data where that is one
             # trial's, else our mean up to its Monte Carlo error
             if self.ours_same_data is not None:
-                no_worse = sign * (self.ours_same_data - self.authors) <= 0
+                no_worse = sign * (self.ours_same_data - self.authors) <= 2 * (
+                    self.paired_se or 0.0
+                )
             else:
                 no_worse = sign * (self.ours - self.authors) <= 2 * se
             if no_worse:

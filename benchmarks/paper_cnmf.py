@@ -11,8 +11,9 @@ marginals": every table and figure, ours beside the published numbers.
 
 Every cell prints ours (mean and standard deviation over the trials, the count said in
 the output), the published number and, with ``--authors-code``, the authors' MATLAB
-code run under GNU Octave on the first trial's data (``_authors_cnmf.py``). ``--json``
-saves the cells for ``paper_tables.py``, which writes the documentation's table.
+code run under GNU Octave on the first trial's data, or on the first
+``--authors-trials`` (``_authors_cnmf.py``). ``--json`` saves the cells for
+``paper_tables.py``, which writes the documentation's table.
 
 Usage::
 
@@ -248,6 +249,14 @@ def main(argv=None) -> int:
         help="trials at S = 1e6 (each fit there takes seconds to minutes)",
     )
     ap.add_argument("--sizes", type=int, nargs="+", default=list(syn.SIZES))
+    ap.add_argument(
+        "--p-obs",
+        type=float,
+        nargs="+",
+        default=list(syn.P_SMALL),
+        choices=list(syn.P_SMALL),
+        help="Table 3's observation probabilities to run (its columns)",
+    )
     ap.add_argument("--methods", nargs="+", default=None, choices=list(syn.LABEL))
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument(
@@ -255,7 +264,14 @@ def main(argv=None) -> int:
         type=Path,
         default=None,
         help="JointProbability_synthetic folder of the authors' repository: "
-        "run their code under Octave on trial 0 of every cell",
+        "run their code under Octave on the first --authors-trials trials of every cell",
+    )
+    ap.add_argument(
+        "--authors-trials",
+        type=int,
+        default=1,
+        help="trials of each cell on which --authors-code runs (their mean is shown "
+        "beside ours on the same data sets)",
     )
     ap.add_argument(
         "--authors-from",
@@ -303,6 +319,7 @@ def main(argv=None) -> int:
             f"--sizes must be among the paper's {list(syn.PAPER_SIZES)}; got {unknown}"
         )
     syn.SIZES = tuple(args.sizes)
+    syn.P_OBS = tuple(p for p in syn.P_SMALL if p in args.p_obs)
     if args.merge:
         if args.json is None:
             ap.error("--merge needs --json (the merged file)")
@@ -315,6 +332,7 @@ def main(argv=None) -> int:
         "trials_large": args.trials_large,
         "seed": args.seed,
         "sizes": args.sizes,
+        "p_obs": list(syn.P_OBS),
         "authors_code": args.authors_code is not None,
         "quick": args.quick,
     }
@@ -335,6 +353,7 @@ def main(argv=None) -> int:
             timings=timings,
             progress=lambda s: print(s, flush=True),
             authors_from=authors_from,
+            authors_trials=args.authors_trials,
         )
         report.print_table(table)
         print(f"{table}: {time.perf_counter() - t0:.0f} s", flush=True)

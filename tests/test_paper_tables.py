@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +21,15 @@ from _paper import Cell, Report, load  # noqa: E402
 
 
 def _cell(
-    ours, published=1.0, *, sd=0.0, trials=1, authors=None, better="lower", same=None
+    ours,
+    published=1.0,
+    *,
+    sd=0.0,
+    trials=1,
+    authors=None,
+    better="lower",
+    same=None,
+    paired_se=None,
 ):
     return Cell(
         "P",
@@ -35,6 +44,7 @@ def _cell(
         authors,
         better,
         ours_same_data=same,
+        paired_se=paired_se,
     )
 
 
@@ -58,6 +68,16 @@ def _cell(
         ),
         (
             _cell(1.1, sd=0.01, trials=4, authors=1.2, same=1.3),
+            "worse, and worse than the authors' code",
+        ),
+        # their code on several data sets: ours on the same ones, within two standard
+        # errors of the paired difference
+        (
+            _cell(1.5, sd=0.4, trials=4, authors=1.20, same=1.25, paired_se=0.03),
+            "worse, as the authors' code",
+        ),
+        (
+            _cell(1.5, sd=0.4, trials=4, authors=1.20, same=1.25, paired_se=0.02),
             "worse, and worse than the authors' code",
         ),
         (_cell(0.8, better="higher"), "worse"),
@@ -101,3 +121,19 @@ def test_generated_tables_match_the_saved_results():
         timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_authors_cell_pairs_their_runs_with_ours_on_the_same_data():
+    from _cnmf_synthetic import _authors_cell
+
+    ours = {("em", "MSE"): [0.30, 0.20, 0.40, 0.25, 0.35]}  # five trials of ours
+    theirs = {("em", "MSE"): [0.28, 0.22, float("nan")]}  # theirs on the first three
+    value, same, se, note = _authors_cell(theirs, ours, "em", "MSE", None)
+    diff = np.array([0.30 - 0.28, 0.20 - 0.22])  # the NaN estimate is not counted
+    assert value == pytest.approx(0.25) and same == pytest.approx(0.25)
+    assert se == pytest.approx(diff.std(ddof=1) / np.sqrt(2))
+    assert note == "authors' code on 2 data sets"
+    # one data set: no paired standard error; none run: the earlier run's value
+    assert _authors_cell({("em", "MSE"): [0.1]}, ours, "em", "MSE", None)[2] is None
+    earlier = _authors_cell({}, ours, "em", "MSE", (0.5, "old.json"))
+    assert earlier == (0.5, 0.30, None, "authors' code: from old.json, same data")

@@ -44,7 +44,6 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
     "dsn_finance.py": ([], None, rf"^VLAD\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"),
     "dsn_text.py": ([], None, rf"^\s+5 VLAD\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"),
     "jax_data.py": ([], "jax", rf"^\| 500 \| .* \| {NUM} \| {NUM} \|"),
-    "juror_tables.py": ([], None, rf"^SPA\s+{NUM} \[0\.175\]"),
     "lca_covariates.py": ([], "stepmix", rf"^log-likelihood \(ours\)\s+{NUM}\s+{NUM}"),
     "mle_reliability.py": (
         "--datasets votes --ref-starts 2 --ref-default-seeds 0 "
@@ -63,6 +62,11 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
         [],
         None,
         rf"^\| CNMF-SPA \| MSE \| {NUM} \({NUM}\)(?: [!~])? \| 0\.0669 \|",
+    ),
+    "paper_juror.py": (
+        [],
+        None,
+        rf"^\| JUROR-A \| MSE \| {NUM} \({NUM}\)(?: [!~])? \| 0\.253 \|",
     ),
     "paper_purification.py": (
         [],

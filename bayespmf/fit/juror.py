@@ -29,6 +29,7 @@ from bayespmf.kernels.juror import (
     g3_step,
     juror_g1,
     projection_folds,
+    row_folds,
 )
 from bayespmf.pmf import LatentClassParams, split_factors
 
@@ -38,12 +39,22 @@ __all__ = ["juror"]
 #: column, so R^T R and with it the useful rho scale with M). Vora et al. choose rho
 #: "via cross-validation" (Sec. 3) without a grid; this one spans the range where G2
 #: moves away from G1 (rho -> 0 leaves Z at the G1 inversion, rho -> inf freezes it at
-#: the model) in half-decades around the former fixed default 0.1.
-RHO_GRID_PER_PROJECTION = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+#: the model) in decades around the untuned 0.1: every point costs N_RHO_FOLDS G2 runs,
+#: and G3 (variant "a") then descends J from G2's result whatever rho was.
+RHO_GRID_PER_PROJECTION = (0.01, 0.1, 1.0, 10.0)
 
-#: Folds of the projections for ``rho="cv"``: every fold holds out M / 2 directions
-#: per pair, so the held-out J has as many terms as the fit.
+#: Folds of ``rho="cv"`` (of the rows, or of the projections when only statistics are
+#: given): two halves, so that each fit sees half the data and the held-out J is
+#: measured on as many rows (or directions) as the fit; the cost is
+#: ``N_RHO_FOLDS * len(RHO_GRID_PER_PROJECTION)`` extra G1 + G2 runs.
 N_RHO_FOLDS = 2
+
+#: Default cap on G3's steps: a safeguard, not a budget. With the diagonally scaled
+#: steps (see :func:`bayespmf.kernels.juror.g3_scales`) G3 is meant to end by its
+#: stopping rule; the most steps are taken at large sample sizes, where the fit is
+#: tightest. Reaching the cap warns (ConvergenceWarning); ``benchmarks/paper_juror.py``
+#: counts those warnings per table of Vora et al.
+DEFAULT_G3_MAX_ITER = 20000
 
 
 def _j1_settled(trace, info, tol) -> bool:
@@ -74,16 +85,20 @@ def _run_g2(prob, lam, a, rho, split, g2_max_iter, tol, rng):
     return lam, a, [s.misfit for s in refits]
 
 
-def _cv_rho(stats, rank, split, g2_max_iter, tol, rng):
-    """Choose rho by N_RHO_FOLDS-fold cross-validation over the projections.
+def _cv_rho(stats, codes, rank, split, g2_max_iter, tol, rng):
+    """Choose rho by N_RHO_FOLDS-fold cross-validation; see :func:`juror`, Notes.
 
-    See :func:`juror`, Notes.
-
-    Returns the chosen rho (for all M projections) and a dict rho -> mean held-out J.
+    Folds of the rows when the raw ``codes`` are known, else of the projections.
+    Returns the chosen rho (for all M projections), a dict rho -> mean held-out J and
+    what was split ("rows" or "projections").
     """
+    if codes is not None:
+        folds, over = row_folds(codes, stats.projections, N_RHO_FOLDS, rng), "rows"
+    else:
+        folds, over = projection_folds(stats, N_RHO_FOLDS, rng), "projections"
     grid = np.asarray(RHO_GRID_PER_PROJECTION)
     score = np.zeros(grid.size)
-    for train, held_out in projection_folds(stats, N_RHO_FOLDS, rng):
+    for train, held_out in folds:
         fit, test = JurorProblem(train), JurorProblem(held_out)
         lam0, a0, _, _ = juror_g1(fit, rank, rng, split=split)
         m_fit = train.projections.n_projections
@@ -92,7 +107,8 @@ def _cv_rho(stats, rank, split, g2_max_iter, tol, rng):
             score[i] += test.value(lam, a) / N_RHO_FOLDS
     best = int(np.argmin(score))  # the smallest rho of ties
     m_all = stats.projections.n_projections
-    return float(grid[best] * m_all), dict(zip((grid * m_all).tolist(), score.tolist()))
+    rho_cv = dict(zip((grid * m_all).tolist(), score.tolist(), strict=True))
+    return float(grid[best] * m_all), rho_cv, over
 
 
 def juror(
@@ -103,7 +119,7 @@ def juror(
     n_projections: int | None = None,
     n_bins: int | None = None,
     rho: float | str | None = "cv",
-    max_iter: int = 2000,
+    max_iter: int = DEFAULT_G3_MAX_ITER,
     g2_max_iter: int = 20,
     tol: float = 1e-6,
     random_state=None,
@@ -132,11 +148,13 @@ def juror(
         injective (see Notes); ``2 * I`` bins make it so.
     rho : "cv", float or None, default "cv"
         Penalty :math:`\rho` of :math:`J_1` (eq. (8)) in G2. "cv" chooses it by
-        cross-validation over the projections, as the paper does (Sec. 3: "choosing
-        :math:`\rho` via cross-validation"; see Notes); None is the untuned
-        ``0.1 * M`` (the default before "cv"). Unused by variant "b".
-    max_iter : int, default 2000
-        Maximum iterations of G3 (accelerated projected-gradient steps).
+        cross-validation, as the paper does (Sec. 3: "choosing :math:`\rho` via
+        cross-validation"): over the rows when raw data are given, over the
+        projections when only ProjectionMarginals are (see Notes); None is the untuned
+        ``0.1 * M``. Unused by variant "b".
+    max_iter : int, default DEFAULT_G3_MAX_ITER
+        Maximum iterations of G3 (accelerated, diagonally scaled projected-gradient
+        steps).
     g2_max_iter : int, default 20
         Maximum G2 iterations (Z update + CNMF-SPA refit).
     tol : float, default 1e-6
@@ -156,9 +174,13 @@ def juror(
         G1 estimate of the pairwise marginals, a PairwiseMarginals), ``spa`` (the
         G1 CNMF-SPA info), ``rho`` (the penalty G2 used; None for variant "b"),
         ``rho_cv`` (``{rho: mean held-out J}`` of the cross-validation, empty without
-        one), ``g2_objective`` (:math:`J_1` after every G2 iteration),
+        one), ``rho_cv_folds`` ("rows", "projections" or None: what the
+        cross-validation split), ``g2_objective`` (:math:`J_1` after every G2 iteration),
         ``g3_objective`` (:math:`J` at the start of G3 and after every accepted step),
-        ``objective`` (final :math:`J`), ``n_iter`` (G3 iterations), ``converged``.
+        ``stages`` (``{"G1": params, "G2": params or None}``: the estimates after G1
+        and after G2; with the same ``random_state``, variant "a"'s G2 stage is
+        variant "c"'s result and its G1 stage variant "b"'s start), ``objective``
+        (final :math:`J`), ``n_iter`` (G3 iterations), ``converged``.
 
     Raises
     ------
@@ -196,35 +218,47 @@ def juror(
       :math:`A_1, \dots, A_N, \lambda` (the text says G3 descends the original
       objective J; line 17 writes :math:`\partial J_1`, which at the end of G2 differs
       only by the coupling term), every column projected onto the simplex
-      (:func:`~bayespmf.kernels.simplex.project_simplex`). Two departures from the
-      block-cyclic lines 16-18, both measured: all blocks take one joint step, with
-      Nesterov momentum (FISTA) and a backtracked step size ("adaptive step size"),
-      restarted whenever the objective would rise. On exact statistics of a
-      5-variable problem, block-cyclic steps left J at 1.7e-6 after 3000 sweeps;
-      the accelerated joint steps reached 3e-12 in 1000 iterations.
+      (:func:`~bayespmf.kernels.simplex.project_simplex`), until ``PATIENCE``
+      consecutive steps lower :math:`J` by at most ``tol`` relative (line 19's
+      :math:`J < \epsilon` again never holds on noisy statistics). Departures from the
+      block-cyclic lines 16-18: all blocks take one joint step, with Nesterov
+      momentum (FISTA) restarted whenever the objective would rise, and the "adaptive
+      step size" is a backtracked multiplier of a per-block step: each column of
+      every :math:`A_n` and :math:`\lambda` are scaled by a diagonal Gauss-Newton
+      curvature estimate (:func:`~bayespmf.kernels.juror.g3_scales`). The curvature of a
+      column of :math:`A_n` is proportional to :math:`\lambda_f^2`, that of
+      :math:`\lambda` to the squared column norms, so one common step size (the
+      largest curvature's) crawls along the columns of the small classes; unscaled,
+      G3 stopped at its iteration cap far from a minimum of :math:`J` on the paper's
+      Table 1 problem at its larger sample sizes, and its factor error grew with the
+      sample size.
 
     **Choosing rho** (``rho="cv"``). The paper cross-validates :math:`\rho`
-    without saying over what; here the M projections of every pair are split at
-    random into ``N_RHO_FOLDS`` folds (:func:`~bayespmf.kernels.juror.projection_folds`).
-    For each fold G1 (with the split of the full-data G1) and G2 run on the other
-    folds' projections for every :math:`\rho = c M'` on the grid
-    ``RHO_GRID_PER_PROJECTION`` (:math:`M'` projections fitted), and :math:`J`
-    (eq. (7)) of the G2 estimate is evaluated on the held-out projections: one-way
-    marginals of directions the fit never saw. The :math:`c` with the smallest mean
-    held-out :math:`J` gives :math:`\rho = c M` for the fit on all projections. The
-    held-out directions see the same rows, so this measures how well the coupled
-    low-rank model explains the pairwise marginals in new directions rather than
-    noise in new rows (which would need the raw data, and a smaller fit per fold).
-    Cost: ``N_RHO_FOLDS * len(RHO_GRID_PER_PROJECTION)`` extra G1+G2 runs (JUROR-A
-    at the paper's Table 1 size: 8.7 s instead of 3.7 s per fit). Measured there
-    (``benchmarks/juror_tables.py --rho both``, 3 runs): the chosen :math:`c` ranges
-    over the whole grid from run to run and the factor MSE moves by less than the
-    spread between runs, either way; G2 itself changes little (JUROR-C stays at
-    CNMF-SPA's error for every :math:`\rho`).
+    without saying over what. With raw data the rows are split at random into
+    ``N_RHO_FOLDS`` folds (:func:`~bayespmf.kernels.juror.row_folds`); for each fold,
+    G1 (with the split of the full-data G1) and G2 run on the projection PMFs of the
+    other folds' rows for every :math:`\rho = c M` on the grid
+    ``RHO_GRID_PER_PROJECTION``, and :math:`J` (eq. (7)) of the G2 estimate is
+    evaluated on the projection PMFs of the fold's own rows. The :math:`c` with the
+    smallest mean held-out :math:`J` is used for the fit on all rows. With only
+    ProjectionMarginals the folds are of the projections instead
+    (:func:`~bayespmf.kernels.juror.projection_folds`): the held-out J is then
+    measured on new directions of the *same* rows. Every projection PMF is the Radon
+    transform of the same empirical pairwise marginal (``Y_jk = R(Z_emp)``), so this
+    scores how well G2 fits that noisy marginal, and cannot see fitting of the
+    sampling noise; folds of the rows can. Cost: ``N_RHO_FOLDS *
+    len(RHO_GRID_PER_PROJECTION)`` extra G1 + G2 runs.
 
     The three blocks are :func:`~bayespmf.kernels.juror.juror_g1`,
     :func:`~bayespmf.kernels.juror.g2_step` and :func:`~bayespmf.kernels.juror.g3_step`;
     G2 and G3 run under :func:`bayespmf.fit.loop.iterate` with the rules above.
+
+    **What the statistics hold.** The bin of a row in every projection depends only
+    on its pair of codes, so the projection PMFs of a pair are the Radon transform
+    of the pair's empirical joint PMF, and G1's least-squares inversion returns that
+    empirical marginal itself (up to the invisible direction below): JUROR sees the
+    information of the pairwise marginals, with :math:`J` a :math:`Q`-weighted
+    least-squares misfit to them.
 
     **Identifiability of G1.** With :func:`~bayespmf.marginals.random_projections`'
     binning into ``B = max(I_j, I_k)`` equal bins, an even ``I_j = I_k = I`` leaves
@@ -237,14 +271,11 @@ def juror(
     Pairs never co-observed (possible with missing entries) drop out of every
     objective; the others weigh equally, as in eq. (7).
 
-    **Implementation (measured).** The objective and gradient of G3 are vectorized
-    NumPy/SciPy: the model of all pairs is one product :math:`A D A^\top`, its pair
-    blocks are gathered into one vector and multiplied by the block-diagonal sparse
-    :math:`Q`. At the Table 1 size (N = 6, I = 10, F = 25, M = 200: 15 pairs,
-    1500 unknowns; 2-core development machine, mean of 2000 calls) one
-    value-and-gradient call takes 275 us; the same computation as a compiled
-    PyTensor graph (``pytensor.sparse.structured_dot``, gradient by
-    ``pytensor.grad``; same values to rounding) takes 796 us, so NumPy is used.
+    **Implementation.** The objective and gradient of G3 are vectorized NumPy/SciPy:
+    the model of all pairs is one product :math:`A D A^\top`, its pair blocks are
+    gathered into one vector and multiplied by the block-diagonal sparse :math:`Q`
+    (or :math:`R^\top R` for large alphabets, see
+    :class:`~bayespmf.kernels.juror.JurorProblem`).
 
     Examples
     --------
@@ -270,7 +301,7 @@ def juror(
     g2_max_iter = check_int(g2_max_iter, "g2_max_iter", owner=owner, low=1)
     tol = check_float(tol, "tol", owner=owner, low=0.0)
     rng = check_random_state(random_state)
-    stats = check_stats(data_or_stats, n_projections, n_bins, rng, owner)
+    stats, codes = check_stats(data_or_stats, n_projections, n_bins, rng, owner)
     n_cat = np.asarray(stats.projections.n_categories)
     rank = check_rank(rank, n_cat, owner)
     if rho is None:
@@ -285,13 +316,17 @@ def juror(
     prob = JurorProblem(stats)
 
     lam, a, pairwise, spa_info = juror_g1(prob, rank, rng)
-    g2_trace, rho_cv = [], {}
+    stages = {"G1": LatentClassParams(lam.copy(), split_factors(a, n_cat)), "G2": None}
+    g2_trace, rho_cv, cv_over = [], {}, None
     if "G2" in blocks:
         if rho == "cv":
-            rho, rho_cv = _cv_rho(stats, rank, spa_info["split"], g2_max_iter, tol, rng)
+            rho, rho_cv, cv_over = _cv_rho(
+                stats, codes, rank, spa_info["split"], g2_max_iter, tol, rng
+            )
         lam, a, g2_trace = _run_g2(
             prob, lam, a, rho, spa_info["split"], g2_max_iter, tol, rng
         )
+        stages["G2"] = LatentClassParams(lam.copy(), split_factors(a, n_cat))
 
     state = g3_init(prob, lam, a)
     g3_trace = [state.misfit]
@@ -322,7 +357,9 @@ def juror(
         "g2_objective": np.asarray(g2_trace),
         "rho": rho if "G2" in blocks else None,
         "rho_cv": rho_cv,
+        "rho_cv_folds": cv_over,
         "g3_objective": np.asarray(g3_trace),
+        "stages": stages,
         "objective": prob.value(lam, a),
         "n_iter": n_iter,
         "converged": converged,

@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import lsqr
 
 from bayespmf._validation import DataValidationError, check_int, check_random_state
 from bayespmf.kernels.cnmf import cnmf_spa
@@ -54,9 +55,11 @@ __all__ = [
     "check_stats",
     "g2_step",
     "g3_init",
+    "g3_scales",
     "g3_step",
     "juror_g1",
     "projection_folds",
+    "row_folds",
 ]
 
 #: Variants of Alg. 1 by their blocks (Vora et al., Sec. 4: "A: G1 + G2 + G3,
@@ -79,16 +82,34 @@ DEFAULT_RHO_PER_PROJECTION = 0.1
 #: 0/1 with M ones per column, so a genuine eigenvalue is O(1) or larger.
 RCOND = 1e-10
 
-#: Backtracking of G3's accelerated projected gradient: the Lipschitz estimate L
+#: Pairs with at most this many cells (I_j * I_k) are inverted (G1, G2 line 8) through
+#: one dense eigendecomposition of R^T R, computed on first use and reused by every G2
+#: iteration; larger pairs (the CIM case of Sec. 4: I = 50, 2500 cells, a dense
+#: 2500 x 2500 eigendecomposition per pair, O(cells^3) time and 50 MB of float64) are
+#: solved by LSQR on the sparse Radon matrix instead
+#: (:func:`scipy.sparse.linalg.lsqr`, the damped problem for line 8).
+DIRECT_SOLVE_MAX_CELLS = 1024
+#: LSQR's tolerances and iteration cap for the large pairs: its estimate of the
+#: relative residual of the normal equations falls below ``LSQR_TOL`` (the least-squares
+#: solution to about that relative accuracy), or ``LSQR_MAX_ITER`` iterations.
+LSQR_TOL = 1e-10
+LSQR_MAX_ITER = 2000
+
+#: Backtracking of G3's accelerated projected gradient: the curvature multiplier L
 #: doubles until the quadratic upper bound holds, and shrinks by 0.5**(1/8) after
 #: every accepted step so that the step size can grow back (Beck & Teboulle's FISTA
 #: with backtracking, made adaptive). 60 doublings exceed any float64 curvature.
 STEP_SHRINK = 0.5
 STEP_GROW = 2.0
 MAX_BACKTRACK = 60
-#: Starting Lipschitz estimate, per projection: every column of a Radon matrix has M
-#: ones, so the curvature of J is O(M) (times the pair weights).
-INITIAL_LIPSCHITZ = 0.1
+#: Starting multiplier of the diagonal curvature estimates (see :func:`g3_scales`):
+#: they are the Gauss-Newton diagonal of J with every R^T R replaced by its diagonal,
+#: so the multiplier that makes the bound hold is of order one (the cells sharing bins
+#: and the coupling between entries raise it; backtracking finds it).
+INITIAL_LIPSCHITZ = 1.0
+#: Diagonal curvature estimates below this fraction of their largest (a class of
+#: weight ~0, whose columns do not change J) are raised to it, so every step is finite.
+SCALE_FLOOR = 1e-8
 #: G3 stops after this many consecutive accepted steps with relative decrease <= tol
 #: (one small step of an accelerated method can precede more progress).
 PATIENCE = 3
@@ -105,9 +126,11 @@ class JurorProblem:
     For every projected pair ``p = (j, k)`` co-observed in at least one row, with
     ``R_p`` its Radon matrix (:meth:`RandomProjections.radon_operator`) and ``y_p`` its
     stacked PMFs, ``||y_p - R_p z||^2 = z^T Q_p z - 2 b_p^T z + c_p`` with
-    ``Q_p = R_p^T R_p``, ``b_p = R_p^T y_p``, ``c_p = y_p^T y_p``. The ``Q_p`` are
-    stored as one block-diagonal sparse matrix so that :math:`J` (eq. (7)) and its
-    gradient for all pairs are one sparse product.
+    ``Q_p = R_p^T R_p``, ``b_p = R_p^T y_p``, ``c_p = y_p^T y_p``. The products
+    :math:`Q z` of all pairs at once, which :math:`J` (eq. (7)) and its gradient need,
+    are one sparse product: with the ``Q_p`` stored as one block-diagonal matrix when
+    they are smaller than the Radon matrices (``(I_j I_k)^2`` entries against
+    ``M I_j I_k``), else as :math:`R^\top (R z)` with the block-diagonal Radon matrix.
 
     Parameters
     ----------
@@ -154,30 +177,38 @@ class JurorProblem:
         self.counts = np.asarray(stats.counts)[keep]
         self.n_samples = stats.n_samples
         self.weights = np.full(len(self.pairs), 1.0 / len(self.pairs))
-        blocks, b_all, rows, cols, sizes = [], [], [], [], []
-        self.eig = []
+        radon, ys, rows, cols, sizes = [], [], [], [], []
         self.c = np.empty(len(self.pairs))
         for i, (j, k) in enumerate(self.pairs):
             r = proj.radon_operator(j, k)
             y = stats.pmf(j, k).ravel()
-            q = (r.T @ r).toarray()
-            blocks.append(q)
-            b_all.append(r.T @ y)
+            radon.append(r)
+            ys.append(y)
             self.c[i] = y @ y
-            self.eig.append(np.linalg.eigh(q))
             rj = np.arange(self.offsets[j], self.offsets[j + 1])
             rk = np.arange(self.offsets[k], self.offsets[k + 1])
             rows.append(np.repeat(rj, rk.size))  # row-major ravel of the (I_j, I_k) block
             cols.append(np.tile(rk, rj.size))
             sizes.append(rj.size * rk.size)
+        self.radon = radon
+        self.y = ys
         self.sizes = np.asarray(sizes)
         self.starts = np.concatenate([[0], np.cumsum(self.sizes)])
         self.rows = np.concatenate(rows)
         self.cols = np.concatenate(cols)
         self.entry_weight = np.repeat(self.weights, self.sizes)
-        self.q = sp.block_diag([sp.csr_array(b) for b in blocks], format="csr")
-        self.b = np.concatenate(b_all)
+        self.b = np.concatenate([r.T @ y for r, y in zip(radon, ys, strict=True)])
         self.floor = OBJECTIVE_FLOOR * float(self.weights @ self.c)
+        # Q z for all pairs: dense Q blocks when smaller than the Radon matrices
+        if int(np.sum(self.sizes**2)) <= sum(r.nnz for r in radon):
+            self._q = sp.block_diag(
+                [sp.csr_array((r.T @ r).toarray()) for r in radon], format="csr"
+            )
+            self._r = None
+        else:
+            self._q = None
+            self._r = sp.block_diag(radon, format="csr")
+        self._eig: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     # -- helpers -----------------------------------------------------------------
     def gather(self, joint: np.ndarray) -> np.ndarray:
@@ -195,12 +226,19 @@ class JurorProblem:
         """Split concatenated pair vectors into the per-pair pieces."""
         return np.split(z, self.starts[1:-1])
 
+    def apply_q(self, z: np.ndarray) -> np.ndarray:
+        r""":math:`Q z` for concatenated pair vectors ``z`` (:math:`Q = R^\top R`)."""
+        if self._q is not None:
+            return self._q @ z
+        return self._r.T @ (self._r @ z)
+
     # -- objectives ---------------------------------------------------------------
+    def _per_pair(self, z: np.ndarray, qz: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(z * qz - 2.0 * self.b * z, self.starts[:-1]) + self.c
+
     def data_misfit(self, z: np.ndarray) -> float:
         r""":math:`\sum_p w_p \|y_p - R_p z_p\|^2` for concatenated pair vectors ``z``."""
-        qz = self.q @ z
-        per_pair = np.add.reduceat(z * qz - 2.0 * self.b * z, self.starts[:-1])
-        return float(self.weights @ (per_pair + self.c))
+        return float(self.weights @ self._per_pair(z, self.apply_q(z)))
 
     def objective(self, joint: np.ndarray) -> float:
         """:math:`J` (eq. (7)) of the pair blocks of a model joint matrix."""
@@ -219,9 +257,8 @@ class JurorProblem:
         """
         scaled = stacked * weights
         z = self.gather(scaled @ stacked.T)
-        qz = self.q @ z
-        per_pair = np.add.reduceat(z * qz - 2.0 * self.b * z, self.starts[:-1])
-        value = float(self.weights @ (per_pair + self.c))
+        qz = self.apply_q(z)
+        value = float(self.weights @ self._per_pair(z, qz))
         g_sym = self.scatter(2.0 * self.entry_weight * (qz - self.b))
         ga = g_sym @ scaled
         glam = 0.5 * np.einsum("if,if->f", stacked, g_sym @ stacked)
@@ -232,20 +269,43 @@ class JurorProblem:
         return self.objective((stacked * weights) @ stacked.T)
 
     # -- G1 and G2 pair solves ---------------------------------------------------
+    def _eigh(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        if p not in self._eig:
+            r = self.radon[p]
+            self._eig[p] = np.linalg.eigh((r.T @ r).toarray())
+        return self._eig[p]
+
+    def _solve_pair(self, p: int, rho: float, prior: np.ndarray | None) -> np.ndarray:
+        if self.sizes[p] <= DIRECT_SOLVE_MAX_CELLS:
+            evals, evecs = self._eigh(p)
+            b = self.b[self.starts[p] : self.starts[p + 1]]
+            rhs = b if prior is None else b + rho * prior
+            denom = evals + rho
+            inv = np.where(denom > RCOND * max(evals[-1], 1.0), 1.0 / denom, 0.0)
+            return evecs @ (inv * (evecs.T @ rhs))
+        # min ||R z - y||^2 + rho ||z - m||^2: LSQR on x = z - m with damp sqrt(rho)
+        r, y = self.radon[p], self.y[p]
+        shift = np.zeros(r.shape[1]) if prior is None else prior
+        x = lsqr(
+            r,
+            y - r @ shift,
+            damp=float(np.sqrt(rho)),
+            atol=LSQR_TOL,
+            btol=LSQR_TOL,
+            iter_lim=LSQR_MAX_ITER,
+        )[0]
+        return x + shift
+
     def solve(self, rho: float, prior: np.ndarray | None = None) -> np.ndarray:
         r"""Pair blocks :math:`(Q + \rho I)^{-1}(b + \rho m)`, projected on the simplex.
 
         ``rho = 0`` (G1, line 2) gives the minimum-norm least-squares inversion of every
         Radon transform; ``rho > 0`` with the model blocks ``prior = m`` is line 8.
+        Pairs of at most ``DIRECT_SOLVE_MAX_CELLS`` cells are solved through the
+        eigendecomposition of :math:`Q_p`, larger ones by LSQR.
         """
-        out = []
         priors = self.blocks(prior) if prior is not None else [None] * len(self.pairs)
-        for (evals, evecs), b, m in zip(self.eig, self.blocks(self.b), priors, strict=True):
-            rhs = b if m is None else b + rho * m
-            denom = evals + rho
-            inv = np.where(denom > RCOND * max(evals[-1], 1.0), 1.0 / denom, 0.0)
-            z = evecs @ (inv * (evecs.T @ rhs))
-            out.append(project_simplex(z))
+        out = [project_simplex(self._solve_pair(p, rho, m)) for p, m in enumerate(priors)]
         return np.concatenate(out)
 
 
@@ -274,12 +334,18 @@ def _as_pairwise(prob: JurorProblem, z: np.ndarray) -> PairwiseMarginals:
     return PairwiseMarginals(n_cat, prob.offsets, joint, counts, prob.n_samples)
 
 
-def check_stats(data_or_stats, n_projections, n_bins, rng, owner) -> ProjectionMarginals:
+def check_stats(data_or_stats, n_projections, n_bins, rng, owner):
     """JUROR's statistics: ``data_or_stats`` itself, or drawn from raw data.
 
     With raw codes, ``n_projections`` random directions per pair (default
     ``DEFAULT_N_PROJECTIONS``) and ``n_bins`` bins are drawn from ``rng`` and the
     projection PMFs computed; with ProjectionMarginals both must be None.
+
+    Returns
+    -------
+    stats : ProjectionMarginals
+    codes : ndarray of int64 (S, N) or None
+        The validated raw codes (read-only), None when statistics were given.
 
     Raises
     ------
@@ -295,7 +361,7 @@ def check_stats(data_or_stats, n_projections, n_bins, rng, owner) -> ProjectionM
                 f"{data_or_stats.projections.n_projections} projections per pair. Leave "
                 "them out."
             )
-        return data_or_stats
+        return data_or_stats, None
     if isinstance(data_or_stats, PairwiseMarginals):
         raise DataValidationError(
             f"{owner} takes data or ProjectionMarginals, not PairwiseMarginals. Use "
@@ -316,7 +382,50 @@ def check_stats(data_or_stats, n_projections, n_bins, rng, owner) -> ProjectionM
         low=1,
     )
     proj = random_projections(n_cat, n_projections, n_bins=n_bins, random_state=rng)
-    return projection_marginals(codes, proj)
+    return projection_marginals(codes, proj), codes
+
+
+def row_folds(codes, projections: RandomProjections, n_folds: int, random_state=None):
+    """Split the rows into ``n_folds`` folds; the projection PMFs of each side.
+
+    Every row goes to one fold at random (a permutation cut into ``n_folds`` nearly
+    equal parts). Returns a list of ``(training, held_out)`` ProjectionMarginals, one
+    per fold, over the same ``projections``: the PMFs of the other folds' rows and of
+    the fold's own rows. Unlike :func:`projection_folds`, the held-out statistics carry
+    sampling noise independent of the training ones.
+
+    Raises
+    ------
+    DataValidationError
+        Fewer than 2 rows per fold.
+
+    Examples
+    --------
+    >>> codes = np.array([[0, 1], [1, 1], [1, 0], [0, 0], [1, 1], [0, 1]])
+    >>> proj = random_projections([2, 2], 3, random_state=0)
+    >>> [(a.n_samples, b.n_samples) for a, b in row_folds(codes, proj, 2, 0)]
+    [(3, 3), (3, 3)]
+    """
+    codes = np.asarray(codes)
+    n_folds = check_int(n_folds, "n_folds", owner="row_folds", low=2)
+    n_rows = codes.shape[0]
+    if n_rows < 2 * n_folds:
+        raise DataValidationError(
+            f"Cross-validating over {n_folds} folds of the rows needs at least "
+            f"{2 * n_folds} rows; the data have {n_rows}. Pass a numeric 'rho'."
+        )
+    order = check_random_state(random_state).permutation(n_rows)
+    folds = np.array_split(order, n_folds)
+    out = []
+    for f, held in enumerate(folds):
+        train = np.sort(np.concatenate([g for i, g in enumerate(folds) if i != f]))
+        out.append(
+            (
+                projection_marginals(codes[train], projections),
+                projection_marginals(codes[np.sort(held)], projections),
+            )
+        )
+    return out
 
 
 def _project_factors(stacked: np.ndarray, weights: np.ndarray, offsets) -> tuple:
@@ -464,7 +573,8 @@ class G3State(NamedTuple):
     t : float
         FISTA's momentum parameter (1 after a restart).
     lipschitz : float
-        The current backtracked Lipschitz estimate.
+        The current backtracked multiplier of the diagonal curvature estimates
+        (:func:`g3_scales`).
     n_small : int
         Consecutive accepted steps that lowered :math:`J` by at most ``tol`` relative.
     """
@@ -506,35 +616,81 @@ class G3Info(NamedTuple):
     n_small: int
 
 
+def g3_scales(prob: JurorProblem, weights, factors_stacked) -> tuple:
+    r"""Diagonal curvature estimates of :math:`J` for G3's scaled steps.
+
+    Every cell of a pair falls in exactly one bin of each of the M projections, so the
+    diagonal of :math:`Q_p = R_p^\top R_p` is :math:`M I`. With each :math:`Q_p`
+    replaced by that diagonal, :math:`J` becomes the plain least-squares misfit
+    :math:`M \sum_p w_p \|Z_p - \hat Z_p\|_F^2`, whose Gauss-Newton diagonal at
+    :math:`(\lambda, A)` is, for entry ``(i, f)`` of :math:`A_n`,
+    :math:`2 M \lambda_f^2 \sum_{k} w_{nk} \|A_k(:, f)\|^2` (the same for every
+    ``i``) and, for :math:`\lambda_f`,
+    :math:`2 M \sum_{(j, k)} w_{jk} \|A_j(:, f)\|^2 \|A_k(:, f)\|^2`. The
+    off-diagonal entries of :math:`Q_p` (cells sharing a bin) make the true curvature
+    larger by a factor of order one, which G3's backtracked multiplier absorbs; what
+    the scaling removes is the spread between blocks: columns of classes of small
+    weight have curvature :math:`\propto \lambda_f^2`, and :math:`\lambda` a much
+    larger one than any column.
+
+    Returns
+    -------
+    scale_factors : ndarray, shape (sum I_n, F)
+        The first, per column of every :math:`A_n` (repeated down the rows).
+    scale_weights : float
+        The mean of the second over the classes: one number, so that the step of
+        :math:`\lambda` stays a Euclidean projection onto the simplex.
+
+    The first is floored at ``SCALE_FLOOR`` times its largest value (a class of zero
+    weight leaves its columns' curvature at zero), so every step is finite.
+    """
+    offs = prob.offsets
+    n_vars = offs.size - 1
+    sq = np.add.reduceat(factors_stacked**2, offs[:-1], axis=0)  # (N, F) column norms^2
+    pairs = np.asarray(prob.pairs)
+    coupling = np.zeros((n_vars, n_vars))
+    coupling[pairs[:, 0], pairs[:, 1]] = prob.weights
+    coupling += coupling.T
+    m2 = 2.0 * prob.n_projections
+    per_column = m2 * (coupling @ sq) * weights**2  # (N, F)
+    per_column = np.maximum(per_column, SCALE_FLOOR * max(float(per_column.max()), 1e-300))
+    per_class = m2 * (prob.weights @ (sq[pairs[:, 0]] * sq[pairs[:, 1]]))  # (F,)
+    scale_weights = max(float(per_class.mean()), 1e-300)
+    return np.repeat(per_column, np.diff(offs), axis=0), scale_weights
+
+
 def g3_init(prob: JurorProblem, weights, factors_stacked) -> G3State:
     """G3's starting state at ``(weights, factors_stacked)`` (copied)."""
     x_a, x_l = factors_stacked.copy(), weights.copy()
-    lipschitz = INITIAL_LIPSCHITZ * prob.n_projections
-    return G3State(x_a, x_l, x_a, x_l, prob.value(x_l, x_a), 1.0, lipschitz, 0)
+    return G3State(x_a, x_l, x_a, x_l, prob.value(x_l, x_a), 1.0, INITIAL_LIPSCHITZ, 0)
 
 
 def g3_step(state: G3State, prob: JurorProblem, tol: float):
-    """One G3 step (Alg. 1, lines 15-20): accelerated projected gradient on ``J``.
+    r"""One G3 step (Alg. 1, lines 15-20): accelerated projected gradient on ``J``.
 
-    A gradient step from the momentum point ``y`` with a backtracked step size; if
-    it raises :math:`J` above ``x``'s, the momentum restarts from ``x`` (and if ``x``
-    was the start point already, no descent is left: ``stalled``). ``tol`` counts the
-    accepted steps that lower :math:`J` by at most ``tol`` relative (``n_small``).
+    A gradient step from the momentum point ``y``, every block scaled by its diagonal
+    curvature (:func:`g3_scales`) times a backtracked multiplier ``L``: column ``f`` of
+    :math:`A_n` moves by ``-grad / (L d_nf)`` and :math:`\lambda` by
+    ``-grad / (L d_lambda)``, each then projected onto the simplex. If the step raises
+    :math:`J` above ``x``'s, the momentum restarts from ``x`` (and if ``x`` was the
+    start point already, no descent is left: ``stalled``). ``tol`` counts the accepted
+    steps that lower :math:`J` by at most ``tol`` relative (``n_small``).
     Returns ``(G3State, G3Info)``.
     """
     x_a, x_l, y_a, y_l, f_x, t, lipschitz, small = state
     f_y, g_a, g_l = prob.value_and_grad(y_l, y_a)
+    d_a, d_l = g3_scales(prob, y_l, y_a)
     for _ in range(MAX_BACKTRACK):
         c_a, c_l = _project_factors(
-            y_a - g_a / lipschitz, y_l - g_l / lipschitz, prob.offsets
+            y_a - g_a / (lipschitz * d_a), y_l - g_l / (lipschitz * d_l), prob.offsets
         )
         f_c = prob.value(c_l, c_a)
-        d_a, d_l = c_a - y_a, c_l - y_l
+        s_a, s_l = c_a - y_a, c_l - y_l
         bound = (
             f_y
-            + np.sum(g_a * d_a)
-            + np.sum(g_l * d_l)
-            + 0.5 * lipschitz * (np.sum(d_a * d_a) + np.sum(d_l * d_l))
+            + np.sum(g_a * s_a)
+            + np.sum(g_l * s_l)
+            + 0.5 * lipschitz * (np.sum(d_a * s_a * s_a) + d_l * np.sum(s_l * s_l))
         )
         if f_c <= bound:
             break

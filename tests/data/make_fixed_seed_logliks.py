@@ -5,7 +5,9 @@ before the fit pipeline moved to ``bayespmf.fit``, and again when CNMF-SPA's spl
 choice and JUROR's rho changed on purpose: cnmf-spa, cnmf-opt, cnmf-spa-em,
 cnmf-spa-squarem and juror* moved then; em, squarem, ctd and ad-em did not; cnmf-opt
 again when its default solver became SQUAREM-accelerated EM of the same composite
-likelihood, -1514.96 -> -1508.82 after 30 iterations);
+likelihood, -1514.96 -> -1508.82 after 30 iterations; juror* again when JUROR's G3 took
+diagonally scaled steps and rho="cv" split the rows, with a new grid: juror
+-1520.48 -> -1520.60, juror-b -1520.42 -> -1520.50, juror-c -1520.57 -> -1520.60);
 ``tests/test_fit_regression.py`` checks that refactors do not move these numbers.
 Explicit method, ``tol=1e-300`` (so the iteration count, not the stopping rule, ends
 every fit) and ``max_iter``.

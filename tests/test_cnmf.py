@@ -645,3 +645,30 @@ def test_opt_keeps_a_variable_with_no_observed_pair_finite():
         unobserved.append(sorted(map(tuple, params.factors[0].T.round(12))))
     # both keep the same random start's columns there (up to the class order)
     assert unobserved[0] == unobserved[1]
+
+
+def test_cnmf_spa_anchor_prior_is_exact_and_follows_singlespa(separable_case, sampled_case):
+    """prior="anchors": exact on exact marginals; on sampled ones, SingleSPA.m's rule."""
+    from scipy.optimize import nnls
+
+    weights, factors, m = separable_case
+    est, info = cnmf_spa(m, 3, random_state=0, prior="anchors")
+    assert info["prior"] == "anchors"
+    err_w, err_a = _match(weights, factors, est)
+    assert err_w < 1e-8 and err_a < 1e-8
+    _, _, m = sampled_case
+    ls, info = cnmf_spa(m, 3, split=([0, 1], [2, 3, 4]))
+    anchors, ls_info = cnmf_spa(m, 3, split=([0, 1], [2, 3, 4]), prior="anchors")
+    assert ls_info["anchors"].tolist() == info["anchors"].tolist()
+    for a, b in zip(ls.factors, anchors.factors, strict=True):  # only lambda differs
+        np.testing.assert_array_equal(a, b)
+    # the rule by hand: the unnormalized anchor columns and their NNLS coefficients
+    x = m.joint[:10, 10:]  # rows of S1 = {0, 1}, columns of S2 = {2, 3, 4}
+    w_hat = x[:, info["anchors"]]
+    h_hat = np.array([nnls(w_hat, col)[0] for col in x.T])
+    l1 = np.max([w_hat[k : k + 5].sum(axis=0) for k in (0, 5)], axis=0)
+    l2 = np.max([h_hat[k : k + 5].sum(axis=0) for k in (0, 5, 10)], axis=0)
+    np.testing.assert_allclose(anchors.weights, l1 * l2 / np.sum(l1 * l2), rtol=1e-10)
+    assert not np.allclose(anchors.weights, ls.weights)
+    with pytest.raises(ValueError, match="prior"):
+        cnmf_spa(m, 3, prior="max")

@@ -135,5 +135,8 @@ def test_authors_cell_pairs_their_runs_with_ours_on_the_same_data():
     assert note == "authors' code on 2 data sets"
     # one data set: no paired standard error; none run: the earlier run's value
     assert _authors_cell({("em", "MSE"): [0.1]}, ours, "em", "MSE", None)[2] is None
+    # ours refused every data set: their mean alone
+    alone = _authors_cell({("ctd", "MSE"): [0.2, 0.4]}, {}, "ctd", "MSE", None)
+    assert alone == (pytest.approx(0.3), None, None, "authors' code on 2 data sets")
     earlier = _authors_cell({}, ours, "em", "MSE", (0.5, "old.json"))
     assert earlier == (0.5, 0.30, None, "authors' code: from old.json, same data")

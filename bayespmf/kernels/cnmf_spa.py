@@ -88,6 +88,8 @@ MAX_BOOTSTRAPPED = 16
 
 #: Split selection rules of :func:`cnmf_spa`.
 SELECTIONS = ("bootstrap", "misfit")
+#: How ``cnmf_spa`` estimates the class weights (its ``prior``).
+PRIORS = ("ls", "anchors")
 
 #: ``cnmf_spa(batched=True)`` solves the NNLS problems of a split all at once by
 #: enumerating the ``2**F - 1`` supports (:func:`_nnls_columns`) up to this rank (63
@@ -247,11 +249,14 @@ def _ridge_solver(solve, ridge: float):
     return solve_ridge
 
 
-def _spa_on_split(joint, offsets, n_cat, rank, s1, s2, observed, batched=False, ridge=0.0):
+def _spa_on_split(
+    joint, offsets, n_cat, rank, s1, s2, observed, batched=False, ridge=0.0, prior="ls"
+):
     """Alg. 2 for one split; returns (weights, stacked factors, detail) or a reason.
 
     ``batched``: the NNLS problems by :func:`_nnls_columns` (``cnmf_spa(batched=True)``);
-    ``ridge``: their Tikhonov weight (:func:`_ridge_solver`).
+    ``ridge``: their Tikhonov weight (:func:`_ridge_solver`); ``prior``: how lambda is
+    estimated (``cnmf_spa(prior=...)``).
     """
     solve = _ridge_solver(_nnls_columns if batched else _nnls_rows, ridge)
     in_split = set(s1) | set(s2)
@@ -285,6 +290,8 @@ def _spa_on_split(joint, offsets, n_cat, rank, s1, s2, observed, batched=False, 
         rhs = np.einsum("if,ij,jf->f", w, x, hn)
     lam = np.linalg.lstsq(gram, rhs, rcond=None)[0]
     lam = project_simplex(lam)
+    if prior == "anchors":
+        lam = _anchor_prior(w_hat, solve(w_hat, x), n_cat[list(s1)], n_cat[list(s2)], lam)
     unidentified = []
     for v in rest:  # Theorem 2 (iv): A_v from its pairs with identified variables
         known = [r for r in (*s1, *s2) if observed[r, v]]  # r identified above
@@ -304,6 +311,23 @@ def _spa_on_split(joint, offsets, n_cat, rank, s1, s2, observed, batched=False, 
         "anchors": anchors,
     }
     return lam, stacked, detail
+
+
+def _anchor_prior(w_hat, h_hat, n1, n2, fallback) -> np.ndarray:
+    """The class weights from the scales of X ~ X(:, Lambda) H^T (``SingleSPA.m``).
+
+    ``X ~ W_hat H_hat^T`` with ``W_hat = X(:, Lambda)``: for every class, the largest
+    column sum over the ``S1`` blocks of ``W_hat`` times the largest over the ``S2``
+    blocks of ``H_hat``, normalized; ``fallback`` where every product is 0.
+    """
+
+    def block_max(m, sizes):
+        ends = np.cumsum(sizes)
+        return np.max([m[e - k : e].sum(axis=0) for e, k in zip(ends, sizes)], axis=0)
+
+    lam = block_max(w_hat, n1) * block_max(h_hat, n2)
+    total = float(np.sum(lam))
+    return lam / total if total > 0 else fallback
 
 
 def _misfit_direct(joint, wt, lam, stacked, work) -> float:
@@ -349,12 +373,14 @@ def _param_error(weights, stacked, ref_weights, ref_stacked, n_vars: int) -> flo
     return float(err_a + np.sum((weights[perm] - ref_weights) ** 2))
 
 
-def _bootstrap_select(fits, m, rank, observed, n_boot, rng, batched=False, ridge=0.0):
+def _bootstrap_select(
+    fits, m, rank, observed, n_boot, rng, batched=False, ridge=0.0, prior="ls"
+):
     """Parametric-bootstrap error of every split in ``fits`` (see cnmf_spa, Notes).
 
     ``fits`` maps split -> (misfit, weights, stacked); the lowest misfit is the
     reference model. Returns {split: mean error over the replicates}. ``batched``,
-    ``ridge``: as :func:`cnmf_spa`'s.
+    ``ridge``, ``prior``: as :func:`cnmf_spa`'s.
     """
     ref = min(fits, key=lambda c: fits[c][0])
     _, ref_w, ref_a = fits[ref]
@@ -366,7 +392,9 @@ def _bootstrap_select(fits, m, rank, observed, n_boot, rng, batched=False, ridge
     for _ in range(n_boot):
         draw_replicate(x, plan, rng)
         for cand in fits:
-            out = _spa_on_split(x, offsets, n_cat, rank, *cand, observed, batched, ridge)
+            out = _spa_on_split(
+                x, offsets, n_cat, rank, *cand, observed, batched, ridge, prior
+            )
             if isinstance(out, str):  # cannot happen: the split held on the data
                 err[cand] = np.inf
                 continue
@@ -386,6 +414,7 @@ def cnmf_spa(
     random_state=None,
     batched: bool = False,
     ridge: float = 0.0,
+    prior: str = "ls",
 ) -> tuple[LatentClassParams, dict]:
     """Latent-class parameters from pairwise marginals by CNMF-SPA (Alg. 2).
 
@@ -427,6 +456,11 @@ def cnmf_spa(
         Tikhonov weight of the nonnegative least-squares steps (line 11 and Theorem 2
         (iv)), relative to the mean squared column norm of their design matrix; 0 is
         Alg. 2's exact NNLS. See Notes, "Regularized H".
+    prior : {"ls", "anchors"}, default "ls"
+        How the class weights lambda are estimated: "ls" by Alg. 2, line 20 (the
+        Khatri-Rao least-squares solution, projected onto the simplex); "anchors" as
+        the authors' released ``SingleSPA.m`` does, from the scales of the
+        unnormalized factorization ``X ~ X(:, Lambda) H^T`` (see Notes, "The prior").
 
     Returns
     -------
@@ -442,7 +476,7 @@ def cnmf_spa(
         ``selection`` (the rule that decided: "bootstrap", or "misfit" when it was
         asked for, only one candidate was left, or the fit was exact) and
         ``bootstrap_error`` (list of ``(split, estimated factor MSE)`` for the
-        bootstrapped candidates; empty without a bootstrap), ``ridge``.
+        bootstrapped candidates; empty without a bootstrap), ``ridge``, ``prior``.
 
     Raises
     ------
@@ -518,6 +552,16 @@ def cnmf_spa(
     stay. ``bayespmf.apps.tasks`` chooses between the exact and the regularized start
     on validation data.
 
+    **The prior.** Line 20 estimates lambda by least squares over the whole virtual
+    matrix. The authors' ``SingleSPA.m`` (github.com/shahanaibrahimosu/joint-
+    probability-estimation) reads it off the scales instead: with ``H_hat >= 0`` the
+    NNLS solution of ``X ~ W_hat H_hat^T`` for the *unnormalized* anchor columns
+    ``W_hat = X(:, Lambda)``, ``lambda_f`` is proportional to the largest column sum of
+    class ``f`` over the ``S1`` blocks of ``W_hat`` times the largest over the ``S2``
+    blocks of ``H_hat`` (``prior="anchors"``). Both are exact on exact marginals of a
+    separable model; on sampled marginals they differ (``benchmarks/paper_cnmf.py``
+    reports both on Ibrahim & Fu's Tables 1-5).
+
     Examples
     --------
     >>> from bayespmf.marginals import PairwiseMarginals
@@ -539,6 +583,7 @@ def cnmf_spa(
             f"The 'batched' argument of {owner} must be True or False. Got {batched!r}."
         )
     ridge = check_float(ridge, "ridge", owner=owner, low=0.0)
+    prior = check_choice(prior, "prior", PRIORS, owner)
     observed = observed_pairs(m, min_count, owner)
     rng = check_random_state(random_state)
     if split is None:
@@ -555,7 +600,9 @@ def cnmf_spa(
         wj = wt * joint
         c0 = float(np.vdot(wj, joint))
     for cand in candidates:
-        out = _spa_on_split(joint, offsets, n_cat, rank, *cand, observed, batched, ridge)
+        out = _spa_on_split(
+            joint, offsets, n_cat, rank, *cand, observed, batched, ridge, prior
+        )
         if isinstance(out, str):
             tried.append((cand, out))
             continue
@@ -583,7 +630,15 @@ def cnmf_spa(
     shortlist = {c: fits[c] for c in ranked if fits[c][0] <= limit}
     if selection == "bootstrap" and len(shortlist) > 1 and fits[best][0] > OBJECTIVE_FLOOR:
         boot = _bootstrap_select(
-            shortlist, m, rank, observed, n_bootstrap, rng, batched=batched, ridge=ridge
+            shortlist,
+            m,
+            rank,
+            observed,
+            n_bootstrap,
+            rng,
+            batched=batched,
+            ridge=ridge,
+            prior=prior,
         )
         best = min(boot, key=lambda c: (boot[c], fits[c][0]))
     misfit, lam, stacked = fits[best]
@@ -595,5 +650,6 @@ def cnmf_spa(
         "selection": selection if boot else "misfit",
         "bootstrap_error": list(boot.items()),
         "ridge": ridge,
+        "prior": prior,
     }
     return params, info

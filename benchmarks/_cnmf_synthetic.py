@@ -265,13 +265,12 @@ def _paper_split(n_vars):
 
 def _observed_marginals(data, rank):
     """Equal weights and every column the variable's observed marginal."""
-    codes = np.asarray(data.codes)
+    m = pairwise_marginals(data)
     factors = []
     for n, size in enumerate(data.n_categories):
-        col = codes[:, n]
-        counts = np.bincount(col[col >= 0], minlength=size).astype(float)
-        total = counts.sum()
-        marg = counts / total if total > 0 else np.full(size, 1.0 / size)
+        marg = m.one_way(n)
+        if marg.sum() <= 0:  # never observed: uniform
+            marg = np.full(size, 1.0 / size)
         factors.append(np.repeat(marg[:, None], rank, axis=1))
     return np.full(rank, 1.0 / rank), factors
 

@@ -42,7 +42,7 @@ extensions = [
     "sphinx_copybutton",
 ]
 
-exclude_patterns = ["_build", "**.ipynb_checkpoints", "api/generated/*.md"]
+exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 templates_path = ["_templates"]
 

@@ -60,7 +60,7 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
         The scaling factor used.
     scale_ : ndarray, shape (n_components,)
         The balancing diagonal :math:`D`.
-    change_ : ndarray, shape (n_iter_,)
+    change_ : ndarray, shape ``(n_iter_,)``
         :math:`\|A^{(t+1)} - A^{(t)}\|_1` per iteration.
     n_iter_ : int
         Iterations run (``max_iter`` unless the guard stopped the run).

@@ -119,7 +119,7 @@ class LatentClassRegression(NpzPersistence, LabelledFit, BaseEstimator):
         Log-likelihood of the covariate-free estimate the fit started from.
     n_iter_ : int
         EM iterations of the best start.
-    loglik_trace_ : ndarray, shape (n_iter_,)
+    loglik_trace_ : ndarray, shape ``(n_iter_,)``
     converged_ : bool
 
     Warns

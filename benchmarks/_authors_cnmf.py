@@ -302,7 +302,17 @@ def run_authors_code(
             offsets = np.concatenate([[0], np.cumsum(n_cat)])
             factors = [stacked[offsets[n] : offsets[n + 1]] for n in range(len(n_cat))]
             finite = np.all(np.isfinite(stacked)) and np.all(np.isfinite(weights))
+            # their CTD projects the columns onto {x >= 0, sum(x) <= 1} (SimplexProj.m),
+            # so its columns need not be PMFs: the smallest column sum, and the MSE of
+            # the estimate with every column (and the weights) rescaled to sum to one
+            col_min = float(min(a.sum(axis=0).min() for a in factors)) if finite else 1.0
+            unit = [a / np.where(a.sum(axis=0) > 0, a.sum(axis=0), 1.0) for a in factors]
+            w_unit = weights / weights.sum() if finite and weights.sum() > 0 else weights
             out[name] = {
+                "column_sum_min": col_min,
+                "mse_unit_columns": factor_mse(w_unit, unit, truth.weights, truth.factors)
+                if finite
+                else float("nan"),
                 "mse_theirs": float(mse),
                 # their code can return NaN factors (their tables average with nanmean)
                 "mse": factor_mse(weights, factors, truth.weights, truth.factors)

@@ -341,8 +341,10 @@ def _score_rows(state, blocks, components, fixed_log, design, resp, fixed_weight
     return np.concatenate([r @ b[1] for r, b in zip(rows, blocks, strict=True)], axis=1)
 
 
-def _covariance(state, components, fixed_log, design, *, resp, fixed_weights):
+def _covariance(state, components, fixed_log, design, *, resp, fixed_weights, stderr):
     """Covariance of every block's flat theta (observed information or sandwich).
+
+    ``stderr=False``: NaN of the right shape, nothing computed.
 
     ``resp=None``: the inverse observed information of the structural likelihood.
     A given ``resp`` (fixed weights, BCH or modal): the sandwich ``A^-1 B A^-1`` of
@@ -350,6 +352,9 @@ def _covariance(state, components, fixed_log, design, *, resp, fixed_weights):
     of outer products of the rows' contributions.
     """
     blocks = _blocks(state, components, fixed_weights)
+    sizes = [b[0].size for b in blocks]
+    if not stderr:
+        return np.full((sum(sizes), sum(sizes)), np.nan), sizes
     jfull = scipy.linalg.block_diag(*[b[1] for b in blocks])
     steps = []
     for flat, jmap, scale in blocks:
@@ -380,7 +385,7 @@ def _covariance(state, components, fixed_log, design, *, resp, fixed_weights):
         inv = np.full_like(info, np.nan)
     if resp is not None:
         inv = inv @ (rows0.T @ rows0) @ inv
-    return jfull @ inv @ jfull.T, [b[0].size for b in blocks]
+    return jfull @ inv @ jfull.T, sizes
 
 
 # ------------------------------------------------------------------- Wald tests
@@ -389,8 +394,10 @@ def _covariance(state, components, fixed_log, design, *, resp, fixed_weights):
 def _wald(estimate, cov, contrast):
     c_est = contrast @ estimate
     c_cov = contrast @ cov @ contrast.T
+    if not np.all(np.isfinite(c_cov)):  # no standard errors: no test
+        return np.nan, 0, np.nan
     stat = float(c_est @ np.linalg.pinv(c_cov) @ c_est)
-    df = int(np.linalg.matrix_rank(c_cov)) if np.all(np.isfinite(c_cov)) else 0
+    df = int(np.linalg.matrix_rank(c_cov))
     p = float(scipy.stats.chi2.sf(stat, df)) if df > 0 else np.nan
     return stat, df, p
 
@@ -468,6 +475,7 @@ def _structural(
     design,
     beta0,
     fix_weights,
+    stderr,
     max_iter,
     tol,
     owner,
@@ -502,7 +510,9 @@ def _structural(
             beta, _ = mlogit_newton(dsg, resp, beta0, max_steps=MLOGIT_MAX_STEPS)
         state = StructuralState(resp.mean(axis=0) if beta is None else None, beta, thetas)
         fixed = np.zeros((onehot.shape[0], n_cls))
-        cov, sizes = _covariance(state, comps, fixed, dsg, resp=resp, fixed_weights=True)
+        cov, sizes = _covariance(
+            state, comps, fixed, dsg, resp=resp, fixed_weights=True, stderr=stderr
+        )
         diag.update(loglik=np.nan, n_iter=0, converged=True)
         return state, cov, sizes, diag
 
@@ -545,7 +555,13 @@ def _structural(
         fixed_log = np.zeros_like(fixed_log)
     state, it, loglik = run(state, comps, fixed_log, aux)
     cov, sizes = _covariance(
-        state, comps, fixed_log, dsg, resp=None, fixed_weights=not free_weights
+        state,
+        comps,
+        fixed_log,
+        dsg,
+        resp=None,
+        fixed_weights=not free_weights,
+        stderr=stderr,
     )
     if correction == "one-step":  # report the outcome block only
         n_ind = len(comps) - len(components)
@@ -575,6 +591,7 @@ def distal_outcome(
     correction: str = "bch",
     *,
     fix_weights: bool = False,
+    stderr: bool = True,
     max_iter: int = DEFAULT_MAX_ITER,
     tol: float = DEFAULT_TOL,
 ) -> StructuralFit:
@@ -601,6 +618,9 @@ def distal_outcome(
         Hold the class weights at the measurement model's in ``"ml"``,
         ``"two-step"`` and ``"one-step"`` (StepMix's choice) instead of estimating
         them with the structural model.
+    stderr : bool, default True
+        Compute standard errors and Wald tests (numerical information: two score
+        evaluations per free parameter); False leaves them NaN.
     max_iter, tol : int, float
         Cap and Aitken tolerance of the structural EM (:mod:`bayespmf.fit.loop`).
 
@@ -687,6 +707,7 @@ def distal_outcome(
         design=None,
         beta0=None,
         fix_weights=bool(fix_weights),
+        stderr=bool(stderr),
         max_iter=max_iter,
         tol=tol,
         owner=owner,
@@ -732,6 +753,7 @@ def class_predictors(
     correction: str = "bch",
     *,
     fit_intercept: bool = True,
+    stderr: bool = True,
     max_iter: int = DEFAULT_MAX_ITER,
     tol: float = DEFAULT_TOL,
 ) -> StructuralFit:
@@ -750,6 +772,8 @@ def class_predictors(
         Numeric covariates, finite (encode categorical ones first).
     correction : {"none", "bch", "ml", "two-step", "one-step"}, default "bch"
     fit_intercept : bool, default True
+    stderr : bool, default True
+        As in :func:`distal_outcome`.
     max_iter, tol : int, float
 
     Returns
@@ -803,6 +827,7 @@ def class_predictors(
         design=design,
         beta0=beta0,
         fix_weights=False,
+        stderr=bool(stderr),
         max_iter=max_iter,
         tol=tol,
         owner=owner,

@@ -333,8 +333,12 @@ def structural_em_step(
     family's weighted M-step).
     """
     lj = log_joint(state, components, fixed_log, design)
-    norm = logsumexp(lj, axis=1, keepdims=True)
-    resp = np.exp(lj - norm)
+    top = lj.max(axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    resp = np.exp(lj - top)
+    total = resp.sum(axis=1, keepdims=True)
+    norm = top + np.log(total)
+    resp /= total
     weights, beta = state.weights, state.beta
     if beta is not None:
         beta, _ = mlogit_newton(design, resp, beta, max_steps=MLOGIT_STEPS)

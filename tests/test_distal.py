@@ -261,7 +261,7 @@ def test_naive_class_predictors_match_sklearn(rng):
     lr = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10000).fit(z, modal)
     # sklearn's binary logit: log odds of class 1 against 0
     np.testing.assert_allclose(
-        fit.estimates.loc["intercept", 1], lr.intercept_[0], atol=1e-5
+        fit.estimates.loc["(intercept)", 1], lr.intercept_[0], atol=1e-5
     )
     np.testing.assert_allclose(fit.estimates.loc[["z0", "z1"], 1], lr.coef_[0], atol=1e-5)
 

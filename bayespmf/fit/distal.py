@@ -76,6 +76,7 @@ __all__ = [
     "DEFAULT_TOL",
     "StructuralFit",
     "class_predictors",
+    "check_outcome",
     "classification_error",
     "distal_outcome",
 ]
@@ -94,6 +95,10 @@ DEFAULT_TOL = 1e-12
 #: probability): truncation error O(FD_STEP^2) relative.
 FD_STEP = 1e-4
 
+#: Label of the intercept row of :func:`class_predictors`' estimates (parenthesized, as
+#: ``LatentClassRegression.coef_`` labels it, so that no covariate column can clash).
+INTERCEPT = "(intercept)"
+
 #: Newton steps of the naive and BCH multinomial logits (from 0 they converge in
 #: well under this many: the log-likelihood is concave).
 MLOGIT_MAX_STEPS = 100
@@ -109,7 +114,7 @@ class StructuralFit:
         :func:`distal_outcome`: one row per class, one column per parameter (``mean``
         for gaussian, poisson and bernoulli, and ``variance`` for gaussian; the
         probability of every category for categorical). :func:`class_predictors`:
-        one row per design column (``intercept`` first), one column per class, the
+        one row per design column (``(intercept)`` first), one column per class, the
         multinomial-logit coefficients against class 0 (column 0 is 0).
     stderr : pandas.DataFrame
         Standard errors in the layout of ``estimates`` (NaN where a parameter is fixed:
@@ -176,6 +181,29 @@ def _measurement(estimator, data, owner):
     if codes is None:
         codes, _ = as_codes(data, [a.shape[0] for a in factors], allow_empty_columns=True)
     return np.asarray(codes), np.asarray(estimator.weights_, dtype=float), factors
+
+
+def check_outcome(y, n_rows: int, family: str, owner: str):
+    """A validated outcome: ``(values, observed, labels, family)``.
+
+    ``values`` (S,) are floats (category codes for ``"categorical"``, 0 where
+    missing), ``observed`` the (S,) mask of non-missing entries, ``labels`` the
+    sorted distinct values of a categorical outcome (None otherwise).
+
+    Raises
+    ------
+    ValueError
+        As listed in :func:`distal_outcome`.
+
+    Examples
+    --------
+    >>> values, observed, labels, family = check_outcome(
+    ...     ["b", None, "a"], 3, "categorical", owner="f")
+    >>> values.tolist(), observed.tolist(), labels.tolist()
+    ([1.0, 0.0, 0.0], [True, False, True], ['a', 'b'])
+    """
+    comp, labels, _ = _outcome(y, n_rows, family, owner)
+    return comp.y, comp.observed, labels, comp.family.name
 
 
 def _outcome(y, n_rows, family, owner):
@@ -779,7 +807,7 @@ def class_predictors(
     Returns
     -------
     StructuralFit
-        ``estimates``: ``beta`` with one row per design column (``intercept``
+        ``estimates``: ``beta`` with one row per design column (``(intercept)``
         first), one column per class; ``wald``: per design column, the overall test
         that its coefficients are all 0 and the pairwise tests of equal
         coefficients of two classes.
@@ -839,7 +867,7 @@ def class_predictors(
         if isinstance(z, pd.DataFrame)
         else [f"z{j}" for j in range(n_dim - bool(fit_intercept))]
     )
-    names = (["intercept"] if fit_intercept else []) + [str(c) for c in cols]
+    names = ([INTERCEPT] if fit_intercept else []) + [str(c) for c in cols]
     se = np.full(beta.shape, np.nan)
     se[:, 1:] = np.sqrt(np.maximum(np.diag(cov), 0.0)).reshape(n_dim, n_cls - 1)
     full_cov = np.zeros((beta.size, beta.size))

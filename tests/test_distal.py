@@ -38,6 +38,17 @@ def simulate(n_rows, rng, *, means=(0.0, 1.0), weights=WEIGHTS, factors=FACTORS)
     return x, h, y
 
 
+def simulate_logit(n_rows, rng, *, intercept, slope=1.0):
+    """Rows whose class is a logit of a covariate z: (x, z, classes)."""
+    z = rng.normal(size=n_rows)
+    h = (rng.random(n_rows) < 1 / (1 + np.exp(-(intercept + slope * z)))).astype(int)
+    x = np.stack(
+        [(a[:, h].cumsum(axis=0) > rng.random(n_rows)).argmax(axis=0) for a in FACTORS],
+        axis=1,
+    )
+    return x, z, h
+
+
 def posterior_by_hand(x, weights, factors):
     """Pr(X = t | x_i), row by row."""
     post = np.empty((x.shape[0], weights.size))
@@ -269,12 +280,7 @@ def test_naive_class_predictors_match_sklearn(rng):
 @pytest.mark.parametrize("correction", ["bch", "ml", "two-step"])
 def test_class_predictors_recover_the_logit(correction):
     rng = np.random.default_rng(7)
-    n = 4000
-    z = rng.normal(size=n)
-    h = (rng.random(n) < 1 / (1 + np.exp(-(0.3 + 1.0 * z)))).astype(int)
-    x = np.stack(
-        [(a[:, h].cumsum(axis=0) > rng.random(n)).argmax(axis=0) for a in FACTORS], axis=1
-    )
+    x, z, _ = simulate_logit(4000, rng, intercept=0.3)
     fit = class_predictors((WEIGHTS, FACTORS), x, z, correction=correction)
     est = fit.estimates[1].to_numpy()
     se = fit.stderr[1].to_numpy()
@@ -323,3 +329,29 @@ def test_inputs_are_not_mutated(tiny):
     distal_outcome((WEIGHTS, FACTORS), x, y, correction="one-step")
     np.testing.assert_array_equal(x, x0)
     np.testing.assert_array_equal(y, y0)
+
+
+@pytest.mark.parametrize("correction", ["bch", "ml", "two-step"])
+def test_outcome_and_covariates_together(correction):
+    rng = np.random.default_rng(9)
+    x, z, h = simulate_logit(4000, rng, intercept=0.2)
+    y = rng.normal(np.array([0.0, 1.0])[h], 1.0)
+    fit = distal_outcome((WEIGHTS, FACTORS), x, y, covariates=z, correction=correction)
+    zt = (fit.estimates["mean"].to_numpy() - [0.0, 1.0]) / fit.stderr["mean"].to_numpy()
+    assert np.all(np.abs(zt) < 4), zt
+    coef, se = fit.info["coef"][1].to_numpy(), fit.info["coef_stderr"][1].to_numpy()
+    assert np.all(np.abs(coef - [0.2, 1.0]) < 4 * se), (coef, se)
+    assert fit.weights.sum() == pytest.approx(1.0)
+
+
+def test_other_packages_spellings_of_the_corrections(tiny):
+    x, y = tiny
+    params = (WEIGHTS, FACTORS)
+    for alias, name in [
+        (None, "none"),
+        ("BCH", "bch"),
+        ("ML", "ml"),
+        ("two_step", "two-step"),
+    ]:
+        fit = distal_outcome(params, x, y, correction=alias)
+        assert fit.correction == name

@@ -461,6 +461,10 @@ def _wald_table(estimate, cov, groups, n_cls, layout):
 
 
 def _check_common(correction, max_iter, tol, owner):
+    if correction is None:  # StepMix's spelling of the naive estimator
+        correction = "none"
+    if isinstance(correction, str):  # "BCH", "ML", "two_step" as other packages say
+        correction = correction.lower().replace("_", "-")
     correction = check_choice(correction, "correction", CORRECTIONS, owner)
     max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
     tol = check_float(tol, "tol", owner=owner, low=0.0)
@@ -605,6 +609,19 @@ def _structural(
     return state, cov, sizes, diag
 
 
+def _design_names(z, n_dim, fit_intercept):
+    """Row labels of a coefficient table: the intercept, then the covariates."""
+    if isinstance(z, pd.Series):
+        cols = [z.name if z.name is not None else "z0"]
+    elif isinstance(z, pd.DataFrame):
+        cols = list(z.columns)
+    else:
+        cols = [f"z{j}" for j in range(n_dim - bool(fit_intercept))]
+    return pd.Index(
+        ([INTERCEPT] if fit_intercept else []) + [str(c) for c in cols], name="covariate"
+    )
+
+
 def _param_names(family, labels):
     if family == "categorical":
         return [str(v) for v in labels]
@@ -618,6 +635,8 @@ def distal_outcome(
     family: str = "gaussian",
     correction: str = "bch",
     *,
+    covariates=None,
+    fit_intercept: bool = True,
     fix_weights: bool = False,
     stderr: bool = True,
     max_iter: int = DEFAULT_MAX_ITER,
@@ -641,7 +660,15 @@ def distal_outcome(
         (counts); ``"bernoulli"``: a mean (0/1 values); ``"categorical"``: the
         probability of every distinct value (any labels, sorted).
     correction : {"none", "bch", "ml", "two-step", "one-step"}, default "bch"
-        The estimator (module docstring of :mod:`bayespmf.fit.distal`).
+        The estimator (module docstring of :mod:`bayespmf.fit.distal`); the
+        spellings of StepMix and Mplus (``None``, ``"BCH"``, ``"ML"``,
+        ``"two_step"``) are accepted.
+    covariates : array_like or DataFrame (S,) or (S, D0), optional
+        Covariates of the class (a multinomial logit, class 0 the reference) fitted
+        together with the outcome: ``info["coef"]`` and ``info["coef_stderr"]`` hold
+        the coefficients, and the outcome's estimates are adjusted for them.
+    fit_intercept : bool, default True
+        With ``covariates``.
     fix_weights : bool, default False
         Hold the class weights at the measurement model's in ``"ml"``,
         ``"two-step"`` and ``"one-step"`` (StepMix's choice) instead of estimating
@@ -725,6 +752,12 @@ def distal_outcome(
     codes, weights, factors = _measurement(estimator, data, owner)
     comp, labels, aux = _outcome(y, codes.shape[0], family, owner)
     family = comp.family.name
+    design = beta0 = None
+    if covariates is not None:
+        design = check_covariates(
+            covariates, codes.shape[0], fit_intercept=bool(fit_intercept), owner=owner
+        )
+        beta0 = np.zeros((design.shape[1], weights.size))
     state, cov, sizes, diag = _structural(
         codes,
         weights,
@@ -732,8 +765,8 @@ def distal_outcome(
         [comp],
         [aux],
         correction,
-        design=None,
-        beta0=None,
+        design=design,
+        beta0=beta0,
         fix_weights=bool(fix_weights),
         stderr=bool(stderr),
         max_iter=max_iter,
@@ -745,7 +778,7 @@ def distal_outcome(
     out = sum(sizes[:-1])
     cov_y = cov[out:, out:]
     se = np.sqrt(np.maximum(np.diag(cov_y), 0.0)).reshape(n_cls, n_par)
-    se[np.isclose(np.diag(cov_y).reshape(n_cls, n_par), 0.0)] = np.nan
+    se[np.diag(cov_y).reshape(n_cls, n_par) == 0.0] = np.nan  # held fixed
     names = _param_names(family, labels)
     index = pd.RangeIndex(n_cls, name="class")
     tested = list(range(n_par - 1)) if family == "categorical" else [0]
@@ -757,6 +790,17 @@ def distal_outcome(
     if "factors" in diag:
         info["factors"] = diag["factors"]
     weights_out = state.weights if state.weights is not None else weights
+    if state.beta is not None:
+        n_dim = state.beta.shape[0]
+        rows = _design_names(covariates, n_dim, fit_intercept)
+        cls = pd.RangeIndex(n_cls, name="class")
+        se_b = np.full(state.beta.shape, np.nan)
+        var_b = np.diag(cov[: sizes[0], : sizes[0]])
+        se_b[:, 1:] = np.sqrt(np.maximum(var_b, 0.0)).reshape(n_dim, n_cls - 1)
+        info["coef"] = pd.DataFrame(state.beta, index=rows, columns=cls)
+        info["coef_stderr"] = pd.DataFrame(se_b, index=rows, columns=cls)
+        keep = comp.observed if correction != "one-step" else np.ones_like(comp.observed)
+        weights_out = np.exp(class_log_prior(design[keep], state.beta)).mean(axis=0)
     return StructuralFit(
         pd.DataFrame(theta, index=index, columns=names),
         pd.DataFrame(se, index=index, columns=names),
@@ -833,7 +877,7 @@ def class_predictors(
     >>> a = np.array([0.1, 0.9])
     >>> x = (rng.random((3000, 6)) < a[h][:, None]).astype(int)
     >>> factors = [np.array([[0.9, 0.1], [0.1, 0.9]])] * 6
-    >>> fit = class_predictors(([0.5, 0.5], factors), x, z, correction="ml")
+    >>> fit = class_predictors(([0.5, 0.5], factors), x, z, correction="ML")
     >>> bool(abs(fit.estimates.loc["z0", 1] - 1.5) < 3 * fit.stderr.loc["z0", 1])
     True
     """
@@ -862,12 +906,7 @@ def class_predictors(
     )
     beta = state.beta
     n_dim = beta.shape[0]
-    cols = (
-        list(z.columns)
-        if isinstance(z, pd.DataFrame)
-        else [f"z{j}" for j in range(n_dim - bool(fit_intercept))]
-    )
-    names = ([INTERCEPT] if fit_intercept else []) + [str(c) for c in cols]
+    names = _design_names(z, n_dim, fit_intercept)
     se = np.full(beta.shape, np.nan)
     se[:, 1:] = np.sqrt(np.maximum(np.diag(cov), 0.0)).reshape(n_dim, n_cls - 1)
     full_cov = np.zeros((beta.size, beta.size))

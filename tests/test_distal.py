@@ -355,3 +355,44 @@ def test_other_packages_spellings_of_the_corrections(tiny):
     ]:
         fit = distal_outcome(params, x, y, correction=alias)
         assert fit.correction == name
+
+
+def test_two_step_standard_errors_add_the_first_steps_uncertainty(rng):
+    """Bakk & Kuha's V2 = V_cond + J Sigma1 J' with J = d theta2 / d theta1 by refitting."""
+    from bayespmf.estimators import LatentClassPMF
+    from bayespmf.fit.distal import _indicator_components, _information, _inverse
+    from bayespmf.kernels.distal import StructuralState
+
+    x, _, y = simulate(1000, rng)
+    model = LatentClassPMF(2, n_init=5, random_state=0).fit(x)  # the MLE
+    weights, factors = model.weights_, model.factors_
+    fit = distal_outcome(model, x, y, "gaussian", correction="two-step")
+    # the measurement model's information, in its free coordinates (weights first)
+    ind, _ = _indicator_components(x, factors)
+    state1 = StructuralState(weights, None, tuple(c.theta for c in ind))
+    info1, _, blocks1 = _information(
+        state1, ind, np.zeros((x.shape[0], 2)), None, resp=None, fixed_weights=False
+    )
+    sigma = _inverse(info1)
+    n_w = blocks1[0][1].shape[1]
+    sigma1 = sigma[n_w:, n_w:]  # the indicators' probabilities (the weights are free)
+    # d(means)/d(indicator coordinates) by central differences of refitted estimates
+    cols, h = [], 1e-5
+    for flat, jmap, _ in blocks1[1:]:
+        for j in range(jmap.shape[1]):
+            est = []
+            for sign in (1, -1):
+                pert = [a.copy() for a in factors]
+                n = next(i for i, b in enumerate(blocks1[1:]) if b[0] is flat)
+                pert[n] = (flat + sign * h * jmap[:, j]).reshape(2, -1).T
+                f = distal_outcome(
+                    (WEIGHTS, pert), x, y, "gaussian", correction="two-step", stderr=False
+                )
+                est.append(f.estimates["mean"].to_numpy())
+            cols.append((est[0] - est[1]) / (2 * h))
+    jac = np.array(cols).T  # (2 means, free indicator coordinates)
+    var = fit.info["stderr_conditional"]["mean"].to_numpy() ** 2 + np.diag(
+        jac @ sigma1 @ jac.T
+    )
+    np.testing.assert_allclose(fit.stderr["mean"].to_numpy(), np.sqrt(var), rtol=2e-3)
+    assert np.all(fit.stderr["mean"] > fit.info["stderr_conditional"]["mean"])

@@ -369,23 +369,16 @@ def _score_rows(state, blocks, components, fixed_log, design, resp, fixed_weight
     return np.concatenate([r @ b[1] for r, b in zip(rows, blocks, strict=True)], axis=1)
 
 
-def _covariance(state, components, fixed_log, design, *, resp, fixed_weights, stderr):
-    """Covariance of every block's flat theta (observed information or sandwich).
+def _information(state, components, fixed_log, design, *, resp, fixed_weights):
+    """Observed information in the free parameters, the rows' scores, the blocks.
 
-    ``stderr=False``: NaN of the right shape, nothing computed.
-
-    ``resp=None``: the inverse observed information of the structural likelihood.
-    A given ``resp`` (fixed weights, BCH or modal): the sandwich ``A^-1 B A^-1`` of
-    the weighted estimating equations, ``A`` their negative Jacobian, ``B`` the sum
-    of outer products of the rows' contributions.
+    The information is minus the symmetrized central-difference Jacobian of the
+    exact score (:func:`bayespmf.kernels.distal.total_score`), in the free
+    coordinates of every block (its map ``J``); ``resp`` as in :func:`_covariance`.
     """
     blocks = _blocks(state, components, fixed_weights)
-    sizes = [b[0].size for b in blocks]
-    if not stderr:
-        return np.full((sum(sizes), sum(sizes)), np.nan), sizes
-    jfull = scipy.linalg.block_diag(*[b[1] for b in blocks])
     steps = []
-    for flat, jmap, scale in blocks:
+    for _, jmap, scale in blocks:
         if scale is None:  # logit coefficients: the covariate's root mean square
             rms = np.sqrt(np.mean(design**2, axis=0))
             per = np.repeat(1.0 / np.where(rms > 0, rms, 1.0), state.beta.shape[1] - 1)
@@ -406,14 +399,106 @@ def _covariance(state, components, fixed_log, design, *, resp, fixed_weights, st
         e = np.zeros(n_free)
         e[j] = steps[j]
         hess[:, j] = (score(e).sum(axis=0) - score(-e).sum(axis=0)) / (2 * steps[j])
-    info = -0.5 * (hess + hess.T)
+    return -0.5 * (hess + hess.T), rows0, blocks
+
+
+def _inverse(info):
     try:
-        inv = np.linalg.inv(info)
+        return np.linalg.inv(info)
     except np.linalg.LinAlgError:
-        inv = np.full_like(info, np.nan)
+        return np.full_like(info, np.nan)
+
+
+def _covariance(state, components, fixed_log, design, *, resp, fixed_weights, stderr):
+    """Covariance of every block's flat theta (observed information or sandwich).
+
+    ``stderr=False``: NaN of the right shape, nothing computed.
+
+    ``resp=None``: the inverse observed information of the structural likelihood.
+    A given ``resp`` (fixed weights, BCH or modal): the sandwich ``A^-1 B A^-1`` of
+    the weighted estimating equations, ``A`` their negative Jacobian, ``B`` the sum
+    of outer products of the rows' contributions.
+    """
+    sizes = [b[0].size for b in _blocks(state, components, fixed_weights)]
+    if not stderr:
+        return np.full((sum(sizes), sum(sizes)), np.nan), sizes
+    info, rows0, blocks = _information(
+        state, components, fixed_log, design, resp=resp, fixed_weights=fixed_weights
+    )
+    inv = _inverse(info)
     if resp is not None:
         inv = inv @ (rows0.T @ rows0) @ inv
+    jfull = scipy.linalg.block_diag(*[b[1] for b in blocks])
     return jfull @ inv @ jfull.T, sizes
+
+
+def _free_ranges(blocks):
+    """Slices of every block in the free-parameter vector."""
+    out, pos = [], 0
+    for b in blocks:
+        out.append(np.arange(pos, pos + b[1].shape[1]))
+        pos += b[1].shape[1]
+    return out
+
+
+def _two_step_covariance(state, comps, keep, codes, weights, factors, design, fixed):
+    r"""Bakk & Kuha's (2018) covariance of the two-step structural estimate.
+
+    :math:`V_2 = I_{22}^{-1} + I_{22}^{-1} I_{21} \Sigma_1 I_{12} I_{22}^{-1}`: the
+    blocks of the observed information of the joint likelihood (indicators and
+    structural model) at the two-step estimate, 2 the structural parameters, 1 the
+    measurement parameters held fixed (the indicators' probabilities, and the class
+    weights when they were held fixed), and :math:`\Sigma_1` the latter's covariance
+    from the first step (the inverse information of the measurement model).
+    """
+    ind, _ = _indicator_components(codes[keep], factors)
+    full_state = state._replace(
+        weights=weights if fixed and state.weights is not None else state.weights,
+        thetas=tuple(c.theta for c in ind) + state.thetas,
+    )
+    n_rows, n_cls = int(keep.sum()), weights.size
+    info, _, blocks = _information(
+        full_state,
+        ind + list(comps),
+        np.zeros((n_rows, n_cls)),
+        design,
+        resp=None,
+        fixed_weights=False,
+    )
+    ranges = _free_ranges(blocks)
+    lead = int(state.weights is not None) + int(state.beta is not None)
+    n_ind = len(ind)
+    ind_idx = list(ranges[lead : lead + n_ind])
+    one = ind_idx + ([ranges[0]] if fixed and state.weights is not None else [])
+    two = [ranges[i] for i in range(len(ranges)) if not any(r is ranges[i] for r in one)]
+    one, two = np.concatenate(one), np.concatenate(two)
+    # first step: the measurement model alone, on every row
+    ind_all, _ = _indicator_components(codes, factors)
+    state1 = StructuralState(weights, None, tuple(c.theta for c in ind_all))
+    info1, _, blocks1 = _information(
+        state1,
+        ind_all,
+        np.zeros((codes.shape[0], n_cls)),
+        None,
+        resp=None,
+        fixed_weights=False,
+    )
+    r1 = _free_ranges(blocks1)
+    one1 = list(r1[1:]) + ([r1[0]] if fixed and state.weights is not None else [])
+    one1 = np.concatenate(one1)
+    sigma1 = _inverse(info1)[np.ix_(one1, one1)]
+    inv22 = _inverse(info[np.ix_(two, two)])
+    i21 = info[np.ix_(two, one)]
+    v2 = inv22 + inv22 @ i21 @ sigma1 @ i21.T @ inv22
+    j2 = scipy.linalg.block_diag(
+        *[
+            b[1]
+            for i, b in enumerate(blocks)
+            if not (lead <= i < lead + n_ind)
+            and not (i == 0 and fixed and state.weights is not None)
+        ]
+    )
+    return j2 @ v2 @ j2.T
 
 
 # ------------------------------------------------------------------- Wald tests
@@ -595,6 +680,11 @@ def _structural(
         fixed_weights=not free_weights,
         stderr=stderr,
     )
+    if correction == "two-step" and stderr:  # add the first step's uncertainty
+        diag["covariance_conditional"] = cov
+        cov = _two_step_covariance(
+            state, comps, keep, codes, weights, factors, dsg, not free_weights
+        )
     if correction == "one-step":  # report the outcome block only
         n_ind = len(comps) - len(components)
         diag["factors"] = [t.T for t in state.thetas[:n_ind]]
@@ -703,18 +793,21 @@ def distal_outcome(
     -----
     Standard errors. ``"none"`` and ``"bch"``: the sandwich (robust) covariance of
     the weighted estimating equations with the weights held fixed (Bakk, Tekle &
-    Vermunt 2013 recommend robust standard errors for BCH), ``"ml"``,
-    ``"two-step"``: the inverse observed information of the structural likelihood
-    (numerical Jacobian of its exact score), with the classification errors
-    :math:`D`, respectively the measurement parameters, treated as known;
-    ``"one-step"``: the inverse observed information in all parameters, the
-    indicators' included (probabilities within ``BOUNDARY`` of 0 or 1 held fixed).
-    The first three therefore do not account for the uncertainty of the
-    measurement model (Bakk, Oberski & Vermunt 2014), which is small when the
-    classes are well separated and the sample large, and understates the standard
-    errors otherwise. The Wald statistics are :math:`(C\hat\theta)^\top (C V
-    C^\top)^{+} (C\hat\theta)`, chi-squared with ``rank(C V C^T)`` degrees of
-    freedom.
+    Vermunt 2013 recommend robust standard errors for BCH); ``"ml"``: the inverse
+    observed information of the structural likelihood (numerical Jacobian of its
+    exact score) with the classification errors :math:`D` treated as known;
+    ``"two-step"``: Bakk & Kuha's (2018) covariance, which adds the first
+    step's uncertainty, :math:`I_{22}^{-1} + I_{22}^{-1} I_{21} \Sigma_1 I_{12}
+    I_{22}^{-1}` (the joint model's information at the estimate, :math:`\Sigma_1`
+    the measurement model's inverse information; the conditional standard errors
+    are in ``info["stderr_conditional"]``); ``"one-step"``: the inverse observed
+    information in all parameters, the indicators' included (probabilities within
+    ``BOUNDARY`` of 0 or 1 held fixed). The naive, BCH and ML standard errors
+    therefore do not account for the uncertainty of the measurement model (the
+    correction of Bakk, Oberski & Vermunt 2014 is not implemented), which is small
+    when the classes are well separated and the sample large, and understates them
+    otherwise. The Wald statistics are :math:`(C\hat\theta)^\top (C V C^\top)^{+}
+    (C\hat\theta)`, chi-squared with ``rank(C V C^T)`` degrees of freedom.
 
     References
     ----------
@@ -778,7 +871,8 @@ def distal_outcome(
     out = sum(sizes[:-1])
     cov_y = cov[out:, out:]
     se = np.sqrt(np.maximum(np.diag(cov_y), 0.0)).reshape(n_cls, n_par)
-    se[np.diag(cov_y).reshape(n_cls, n_par) == 0.0] = np.nan  # held fixed
+    # held fixed (0), or an information that is not positive definite (< 0)
+    se[~(np.diag(cov_y).reshape(n_cls, n_par) > 0.0)] = np.nan
     names = _param_names(family, labels)
     index = pd.RangeIndex(n_cls, name="class")
     tested = list(range(n_par - 1)) if family == "categorical" else [0]
@@ -789,6 +883,13 @@ def distal_outcome(
         info["weights_stderr"] = np.sqrt(np.maximum(np.diag(cov[:n_cls, :n_cls]), 0.0))
     if "factors" in diag:
         info["factors"] = diag["factors"]
+    if "covariance_conditional" in diag:
+        var_c = np.diag(diag["covariance_conditional"][out:, out:])
+        info["stderr_conditional"] = pd.DataFrame(
+            np.sqrt(np.maximum(var_c, 0.0)).reshape(n_cls, n_par),
+            index=index,
+            columns=names,
+        )
     weights_out = state.weights if state.weights is not None else weights
     if state.beta is not None:
         n_dim = state.beta.shape[0]
@@ -866,8 +967,9 @@ def class_predictors(
     -----
     Standard errors as in :func:`distal_outcome`: sandwich for ``"none"`` and
     ``"bch"`` (the BCH weights make the logit's estimating equations those of
-    Vermunt 2010, Sec. 4.1), inverse observed information for the others, with the
-    measurement model treated as known except in ``"one-step"``.
+    Vermunt 2010, Sec. 4.1), inverse observed information for ``"ml"`` (the
+    classification errors treated as known), Bakk & Kuha's correction for
+    ``"two-step"`` and the full information for ``"one-step"``.
 
     Examples
     --------

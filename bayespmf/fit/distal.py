@@ -419,7 +419,11 @@ def _covariance(state, components, fixed_log, design, *, resp, fixed_weights, st
     the weighted estimating equations, ``A`` their negative Jacobian, ``B`` the sum
     of outer products of the rows' contributions.
     """
-    sizes = [b[0].size for b in _blocks(state, components, fixed_weights)]
+    sizes = [t.size for t in state.thetas]
+    if state.beta is not None:
+        sizes.insert(0, state.beta[:, 1:].size)
+    if state.weights is not None and not fixed_weights:
+        sizes.insert(0, state.weights.size)
     if not stderr:
         return np.full((sum(sizes), sum(sizes)), np.nan), sizes
     info, rows0, blocks = _information(
@@ -539,7 +543,8 @@ def _wald_table(estimate, cov, groups, n_cls, layout):
         rows.append((name, "overall", *_wald(estimate, cov, overall)))
         for s, t in itertools.combinations(range(n_cls), 2):
             rows.append((name, f"{s} vs {t}", *_wald(estimate, cov, diff(s, t))))
-    return pd.DataFrame(rows, columns=["parameter", "test", "statistic", "df", "p_value"])
+    columns = pd.Index(["parameter", "test", "statistic", "df", "p_value"], dtype=object)
+    return pd.DataFrame(rows, columns=columns)
 
 
 # ------------------------------------------------------------------ the fitting
@@ -713,9 +718,8 @@ def _design_names(z, n_dim, fit_intercept):
 
 
 def _param_names(family, labels):
-    if family == "categorical":
-        return [str(v) for v in labels]
-    return list(FAMILIES[family].params)
+    names = [str(v) for v in labels] if family == "categorical" else FAMILIES[family].params
+    return pd.Index(list(names), dtype=object)
 
 
 def distal_outcome(

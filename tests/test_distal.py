@@ -396,3 +396,20 @@ def test_two_step_standard_errors_add_the_first_steps_uncertainty(rng):
     )
     np.testing.assert_allclose(fit.stderr["mean"].to_numpy(), np.sqrt(var), rtol=2e-3)
     assert np.all(fit.stderr["mean"] > fit.info["stderr_conditional"]["mean"])
+
+
+def test_one_step_class_predictors_reach_the_covariate_models_optimum():
+    from bayespmf.estimators import LatentClassPMF
+    from bayespmf.fit import fit_latent_class_regression
+
+    rng = np.random.default_rng(12)
+    x, z, _ = simulate_logit(1500, rng, intercept=0.3)
+    model = LatentClassPMF(2, n_init=5, random_state=0).fit(x)
+    ours = class_predictors(model, x, z, correction="one-step")
+    ref = fit_latent_class_regression(x, z, 2, n_init=5, random_state=0)
+    beta = ref.params.beta
+    if np.sign(beta[1, 1]) != np.sign(ours.estimates.loc["z0", 1]):  # label switch
+        beta = beta[:, ::-1] - beta[:, [1]]
+    assert ours.loglik == pytest.approx(ref.loglik, abs=1e-6)
+    np.testing.assert_allclose(ours.estimates.to_numpy(), beta, atol=1e-4)
+    np.testing.assert_allclose(ours.stderr.to_numpy()[:, 1], ref.stderr[:, 1], rtol=1e-3)

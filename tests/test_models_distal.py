@@ -118,7 +118,7 @@ def test_named_dims():
     assert list(model.coords["outcome_row"]) == [0, 1, 2, 4, 5]
 
 
-@pytest.mark.slow  # compiling and sampling: 86 s on the shared 2-core machine
+@pytest.mark.slow  # compiling and sampling: 24-86 s on the shared 2-core machine
 def test_nuts_recovers_class_means():
     rng = np.random.default_rng(0)
     n = 300

@@ -44,6 +44,16 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
     "dsn_finance.py": ([], None, rf"^VLAD\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"),
     "dsn_text.py": ([], None, rf"^\s+5 VLAD\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"),
     "jax_data.py": ([], "jax", rf"^\| 500 \| .* \| {NUM} \| {NUM} \|"),
+    "distal_simulation.py": (
+        [],
+        None,
+        rf"^low 0\.7\s+{NUM} one-step\s+{NUM}\s+{NUM}\s+{NUM}",
+    ),
+    "distal_vs_stepmix.py": (
+        [],
+        "stepmix",
+        rf"^gaussian\s+ml\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}x",
+    ),
     "lca_covariates.py": ([], "stepmix", rf"^log-likelihood \(ours\)\s+{NUM}\s+{NUM}"),
     "mle_reliability.py": (
         "--datasets votes --ref-starts 2 --ref-default-seeds 0 "

@@ -22,6 +22,7 @@ def test_notebooks_exist():
         "dsn_vlad_topics.ipynb",
         "dsn_corpus.ipynb",
         "lca_end_to_end.ipynb",
+        "distal_outcomes.ipynb",
     }
 
 

@@ -4,7 +4,10 @@
 EM / SQUAREM-PMF driver; :func:`fit_latent_class` the one public fit function of the
 latent-class PMF (a registry of methods, ``"auto"`` = multi-start maximum likelihood)
 that :class:`~bayespmf.estimators.LatentClassPMF` and ``bayespmf.dask`` call;
-:func:`fit_simplex_nest` the one fit function of the simplex nest (VLAD, GDM, SPA);
+:func:`distal_outcome` and :func:`class_predictors` the structural step after a
+latent-class fit (naive, BCH, ML three-step, two-step and one-step estimators;
+:mod:`bayespmf.fit.distal`); :func:`fit_simplex_nest` the one fit function of the
+simplex nest (VLAD, GDM, SPA);
 :func:`select_n_vertices` chooses its number of vertices by held-out completion;
 :func:`document_completion_perplexity` and :func:`topic_coherence` judge topics
 (:mod:`bayespmf.fit.topics`); :func:`simplex_frobenius_error` and
@@ -21,6 +24,7 @@ imported from there, not re-exported here, where ``ctd`` would hide the module
 from bayespmf.fit.bootstrap_lrt import bootstrap_lrt
 from bayespmf.fit.covariates import fit_latent_class_regression
 from bayespmf.fit.defaults import DEFAULT_N_INIT
+from bayespmf.fit.distal import StructuralFit, class_predictors, distal_outcome
 from bayespmf.fit.em import EMInfo, ad_em, fit_em, run_em
 from bayespmf.fit.latent_class import (
     METHODS,
@@ -52,10 +56,13 @@ __all__ = [
     "LocalOptimumWarning",
     "MemoryBudgetWarning",
     "SimplexNestFit",
+    "StructuralFit",
     "StepInfo",
     "ad_em",
     "available_memory",
     "bootstrap_lrt",
+    "class_predictors",
+    "distal_outcome",
     "fit_em",
     "fit_latent_class",
     "fit_simplex_nest",

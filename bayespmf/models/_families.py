@@ -20,6 +20,7 @@ import numpy as np
 import pymc as pm
 
 from bayespmf._validation import DataValidationError, check_random_seed
+from bayespmf.models._names import OUTCOME_DATA_NAME, OUTCOME_NAME
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
 from bayespmf.models._start import INIT_JITTER
 
@@ -133,6 +134,16 @@ def sample_family(
 
     """
     random_seed = check_random_seed(random_seed, owner)
+    if isinstance(model, pm.Model) and {OUTCOME_DATA_NAME, OUTCOME_NAME} <= set(
+        model.named_vars
+    ):
+        raise DataValidationError(
+            f"{owner} does not sample latent-class models with a distal outcome "
+            f"(latent_class_model(..., outcome=y)) yet: method={method!r} would update "
+            "or align the classes without the outcome's parameters (the Gibbs step has "
+            "no outcome update, and label alignment would leave them unpermuted). "
+            "Sample it with pm.sample (NUTS) or pm.fit (ADVI) under 'with model:'."
+        )
     if method not in family.methods:
         note = (
             " (method='gibbs' samples latent-class models only, with or without covariates)"

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["DATA_NAME", "OBSERVED_NAME", "category_dim", "factor_var_name"]
+__all__ = [
+    "DATA_NAME",
+    "OBSERVED_NAME",
+    "OUTCOME_DATA_NAME",
+    "OUTCOME_NAME",
+    "category_dim",
+    "factor_var_name",
+]
 
 #: Name of the ``pm.Data`` container holding the rows' codes in
 #: :func:`latent_class_model` (dims ``("row", "variable")``; ``-1`` = missing).
@@ -11,6 +18,11 @@ DATA_NAME = "rows"
 #: Name of the observed :class:`LatentClassRows` variable in :func:`latent_class_model`
 #: (and so of its ``log_likelihood`` and ``posterior_predictive`` entries).
 OBSERVED_NAME = "x"
+
+#: Name of the observed distal outcome of ``latent_class_model(..., outcome=y)``
+#: (dims ``outcome_row``), and of the ``pm.Data`` container holding its values.
+OUTCOME_NAME = "y"
+OUTCOME_DATA_NAME = "outcome"
 
 
 def factor_var_name(name: str) -> str:

@@ -9,14 +9,34 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
 
-from bayespmf._validation import DataValidationError
+from bayespmf._validation import DataValidationError, as_codes
+from bayespmf.data import CategoricalData
 from bayespmf.models._names import category_dim, factor_var_name
 from bayespmf.models._rows import rows_signature
 
-__all__ = ["RowsDistribution", "factor_priors", "items_given_class", "rows_coords"]
+__all__ = [
+    "RowsDistribution",
+    "as_model_data",
+    "factor_priors",
+    "items_given_class",
+    "rows_coords",
+]
+
+
+def as_model_data(data, n_categories) -> CategoricalData:
+    """``data`` as a CategoricalData (a DataFrame's labels kept; NaN/None missing)."""
+    if isinstance(data, pd.DataFrame):  # labelled columns, NaN/None missing
+        data = CategoricalData.from_pandas(data)
+    if isinstance(data, CategoricalData):
+        if n_categories is not None:
+            as_codes(data, n_categories)  # raises on disagreement
+        return data
+    codes, n_cat = as_codes(data, n_categories, name="data")
+    return CategoricalData(codes, n_cat)
 
 
 def rows_coords(data) -> dict:

@@ -20,6 +20,7 @@ from bayespmf.models._names import (  # re-exported: part of this module's API
 from bayespmf.models._rows import class_summed_loglik, static_categories
 from bayespmf.models._rows_dist import (
     RowsDistribution,
+    as_model_data,
     factor_priors,
     items_given_class,
     rows_coords,
@@ -202,17 +203,6 @@ class PivotLogRatio(Transform):
         return f"PivotLogRatio(pivot={self.pivot.tolist()})"
 
 
-def _as_data(data, n_categories) -> CategoricalData:
-    if isinstance(data, pd.DataFrame):  # labelled columns, NaN/None missing
-        data = CategoricalData.from_pandas(data)
-    if isinstance(data, CategoricalData):
-        if n_categories is not None:
-            as_codes(data, n_categories)  # raises on disagreement
-        return data
-    codes, n_cat = as_codes(data, n_categories, name="data")
-    return CategoricalData(codes, n_cat)
-
-
 def latent_class_model(
     data,
     rank: int,
@@ -222,6 +212,8 @@ def latent_class_model(
     factor_prior: float = 1.0,
     coords: dict | None = None,
     covariates=None,
+    outcome=None,
+    outcome_family: str = "gaussian",
 ) -> pm.Model:
     r"""PyMC model of a rank-F latent-class PMF with the class marginalized out.
 
@@ -271,6 +263,14 @@ def latent_class_model(
         softmax(z beta)_f`` with an intercept; ``weights_prior`` does not apply, the
         coefficients get its ``coef_prior_sd``), sampled with
         :func:`bayespmf.models.sample_regression`.
+    outcome : array_like (S,), optional
+        A distal outcome whose distribution depends on the class (NaN where
+        missing): the model is then
+        :func:`bayespmf.models.distal.latent_class_outcome_model` (the outcome's
+        density enters the class-summed likelihood; covariates allowed together with
+        it; ``coords`` not taken).
+    outcome_family : {"gaussian", "poisson", "bernoulli", "categorical"}
+        The outcome's distribution given the class (with ``outcome``).
 
     Returns
     -------
@@ -299,6 +299,23 @@ def latent_class_model(
     >>> prior.prior_predictive["x"].shape
     (1, 3, 3, 2)
     """
+    if outcome is not None:
+        from bayespmf.models.distal import latent_class_outcome_model
+
+        if coords is not None:
+            raise DataValidationError(
+                "latent_class_model(outcome=...) does not take 'coords'. Drop them."
+            )
+        return latent_class_outcome_model(
+            data,
+            rank,
+            outcome,
+            outcome_family,
+            n_categories=n_categories,
+            weights_prior=weights_prior,
+            factor_prior=factor_prior,
+            covariates=covariates,
+        )
     if covariates is not None:
         from bayespmf.models.regression import latent_class_regression_model
 
@@ -319,7 +336,7 @@ def latent_class_model(
         return latent_class_regression_model(
             data, covariates, rank, factor_prior=factor_prior, n_categories=n_categories
         )
-    data = _as_data(data, n_categories)
+    data = as_model_data(data, n_categories)
     rank = check_int(rank, "rank", owner="latent_class_model", low=1)
     weights_prior = check_float(weights_prior, "weights_prior", low=0.0, low_open=True)
     factor_prior = check_float(factor_prior, "factor_prior", low=0.0, low_open=True)

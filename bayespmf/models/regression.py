@@ -52,6 +52,7 @@ __all__ = [
     "COEF_NAME",
     "COVARIATES_NAME",
     "LatentClassRegressionRows",
+    "coefficient_variables",
     "align_regression_labels",
     "latent_class_regression_model",
     "regression_class_proba",
@@ -182,6 +183,22 @@ def _covariate_table(covariates, names, fit_intercept: bool, n_rows: int):
     return design, [INTERCEPT] * int(fit_intercept) + names
 
 
+def coefficient_variables(n_covariates: int, coef_prior_sd: float):
+    """The coefficients ``coef`` ~ N(0, sd^2) and ``coef_full`` (class 0's column 0).
+
+    Called inside a model with the coordinates ``covariate``, ``free_class`` and
+    ``class``; returns ``coef_full`` (dims ``(covariate, class)``).
+    """
+    coef = pm.Normal(
+        COEF_NAME, mu=0.0, sigma=coef_prior_sd, dims=("covariate", FREE_CLASS_DIM)
+    )
+    return pm.Deterministic(
+        COEF_FULL_NAME,
+        pt.concatenate([pt.zeros((n_covariates, 1)), coef], axis=1),
+        dims=("covariate", "class"),
+    )
+
+
 def latent_class_regression_model(
     data,
     covariates,
@@ -289,14 +306,7 @@ def latent_class_regression_model(
     with pm.Model(coords=coords) as model:
         rows = pm.Data(DATA_NAME, np.asarray(data.codes), dims=("row", "variable"))
         z = pm.Data(COVARIATES_NAME, design, dims=("row", "covariate"))
-        coef = pm.Normal(
-            COEF_NAME, mu=0.0, sigma=coef_prior_sd, dims=("covariate", FREE_CLASS_DIM)
-        )
-        coef_full = pm.Deterministic(
-            COEF_FULL_NAME,
-            pt.concatenate([pt.zeros((len(cov_names), 1)), coef], axis=1),
-            dims=("covariate", "class"),
-        )
+        coef_full = coefficient_variables(len(cov_names), coef_prior_sd)
         factors = factor_priors(data, rank, factor_prior)
         LatentClassRegressionRows(
             OBSERVED_NAME,

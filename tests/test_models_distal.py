@@ -1,0 +1,151 @@
+"""The Bayesian one-step distal-outcome model (bayespmf.models.distal).
+
+Its log-likelihood is checked against brute-force enumeration of the classes, row
+by row, at a random parameter point; NUTS runs on a tiny data set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+from pymc.model.transform.conditioning import remove_value_transforms
+from scipy.special import softmax
+from scipy.stats import bernoulli, norm, poisson
+
+from bayespmf.models import latent_class_model, sample
+
+X = np.array([[0, 1, 2], [1, 0, -1], [1, 1, 0], [0, -1, 1], [1, 1, 2], [0, 0, 0]])
+Z = np.array([[0.5], [-1.0], [0.2], [1.0], [0.0], [-0.4]])
+OUTCOMES = {
+    "gaussian": np.array([0.1, 2.0, np.nan, -0.3, 1.5, 0.7]),
+    "poisson": np.array([0.0, 3.0, 1.0, np.nan, 2.0, 5.0]),
+    "bernoulli": np.array([0.0, 1.0, 1.0, 0.0, np.nan, 1.0]),
+    "categorical": np.array(["a", "c", "b", None, "a", "c"], dtype=object),
+}
+
+
+def _point(family, rng, rank=2):
+    factors = [rng.dirichlet(np.ones(k), size=rank) for k in (2, 2, 3)]  # (F, I_n)
+    out = {"factors": factors, "weights": rng.dirichlet(np.ones(rank))}
+    out["coef"] = rng.normal(size=(2, rank - 1))
+    if family == "gaussian":
+        out["outcome_mean"] = rng.normal(size=rank)
+        out["outcome_sigma"] = rng.uniform(0.5, 2.0, size=rank)
+    elif family == "poisson":
+        out["outcome_mean"] = rng.uniform(0.5, 4.0, size=rank)
+    elif family == "bernoulli":
+        out["outcome_mean"] = rng.uniform(0.1, 0.9, size=rank)
+    else:
+        out["outcome_probs"] = rng.dirichlet(np.ones(3), size=rank)
+    return out
+
+
+def _outcome_density(family, p, y, f):
+    if family == "gaussian":
+        return norm.pdf(y, p["outcome_mean"][f], p["outcome_sigma"][f])
+    if family == "poisson":
+        return poisson.pmf(y, p["outcome_mean"][f])
+    if family == "bernoulli":
+        return bernoulli.pmf(y, p["outcome_mean"][f])
+    return p["outcome_probs"][f][["a", "b", "c"].index(y)]
+
+
+def brute_force(family, p, covariates):
+    """sum_s log sum_f pi_f(z_s) f(y_s | f) prod_{n observed} A_n(x_sn, f)."""
+    total = 0.0
+    for s, row in enumerate(X):
+        if covariates:
+            beta = np.c_[np.zeros(2), p["coef"]]
+            prior = softmax(np.r_[1.0, Z[s]] @ beta)
+        else:
+            prior = p["weights"]
+        lik = 0.0
+        for f in range(prior.size):
+            term = prior[f]
+            for n, code in enumerate(row):
+                if code >= 0:
+                    term *= p["factors"][n][f, code]
+            y = OUTCOMES[family][s]
+            if y is not None and not (isinstance(y, float) and np.isnan(y)):
+                term *= _outcome_density(family, p, y, f)
+            lik += term
+        total += np.log(lik)
+    return total
+
+
+def _model_loglik(model, p):
+    """The observed variables' log-density at ``p`` (constrained values, no Jacobian)."""
+    plain = remove_value_transforms(model)
+    values = {}
+    for rv in plain.free_RVs:
+        name = rv.name
+        if name.startswith("A_"):
+            values[name] = p["factors"][["A_x0", "A_x1", "A_x2"].index(name)]
+        else:
+            values[name] = p[name]
+    fn = plain.compile_logp(vars=[plain["x"], plain["y"]], jacobian=False)
+    return float(fn(values))
+
+
+@pytest.mark.parametrize(
+    ("family", "covariates"),
+    [(f, False) for f in sorted(OUTCOMES)] + [("gaussian", True), ("categorical", True)],
+)
+def test_logp_equals_brute_force_enumeration(family, covariates):
+    rng = np.random.default_rng(hash((family, covariates)) % 2**32)
+    model = latent_class_model(
+        X,
+        2,
+        outcome=OUTCOMES[family],
+        outcome_family=family,
+        covariates=Z if covariates else None,
+    )
+    p = _point(family, rng)
+    assert _model_loglik(model, p) == pytest.approx(
+        brute_force(family, p, covariates), rel=1e-10
+    )
+
+
+def test_named_dims():
+    model = latent_class_model(
+        X, 2, outcome=OUTCOMES["categorical"], outcome_family="categorical", covariates=Z
+    )
+    dims = model.named_vars_to_dims
+    assert dims["outcome_probs"] == ("class", "outcome_category")
+    assert dims["y"] == ("outcome_row",)
+    assert list(model.coords["outcome_category"]) == ["a", "b", "c"]
+    assert list(model.coords["outcome_row"]) == [0, 1, 2, 4, 5]
+
+
+@pytest.mark.slow  # compiling and sampling: 24-86 s on the shared 2-core machine
+def test_nuts_recovers_class_means():
+    rng = np.random.default_rng(0)
+    n = 300
+    h = rng.integers(0, 2, n)
+    x = (rng.random((n, 5)) < np.array([0.15, 0.85])[h][:, None]).astype(int)
+    y = rng.normal(np.array([-1.0, 1.0])[h], 0.5)
+    model = latent_class_model(x, 2, outcome=y)
+    with model:
+        idata = pm.sample(
+            draws=150,
+            tune=150,
+            chains=1,
+            random_seed=1,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    means = np.sort(idata.posterior["outcome_mean"].mean(("chain", "draw")).values)
+    np.testing.assert_allclose(means, [-1.0, 1.0], atol=0.2)
+
+
+def test_refusals():
+    with pytest.raises(ValueError, match="must hold one value per row"):
+        latent_class_model(X, 2, outcome=[1.0, 2.0])
+    with pytest.raises(ValueError, match="'family' parameter"):
+        latent_class_model(X, 2, outcome=OUTCOMES["gaussian"], outcome_family="normal")
+    model = latent_class_model(X, 2, outcome=OUTCOMES["gaussian"])
+    with pytest.raises(
+        ValueError, match="does not sample latent-class models with a distal"
+    ):
+        sample(model, method="gibbs")

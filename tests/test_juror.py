@@ -233,10 +233,21 @@ def test_table_metrics_on_a_hand_computed_example():
     # Table 2's MAE = ||Z_hat - Z||_F^2 / ||Z||_F^2 of the joint tensor: Z = 0.25
     # everywhere, Z_hat = [[0.35, 0.35], [0.15, 0.15]]: 4 * 0.01 / (4 * 0.0625)
     half = np.array([[0.5], [0.5]])
+    z_true = ([1.0], [half, half])
     z_hat = ([1.0], [np.array([[0.7], [0.3]]), half])
-    assert joint_pmf_relative_error(z_hat, ([1.0], [half, half])) ** 2 == pytest.approx(
-        0.16
+    assert joint_pmf_relative_error(z_hat, z_true) ** 2 == pytest.approx(0.16)
+    # the readings that Table 2 rules out differ on the same example: unsquared
+    # sqrt(0.16) = 0.4; relative to the estimate's norm (Ibrahim & Fu's code),
+    # ||Z_hat||_F^2 = 2 * 0.35^2 + 2 * 0.15^2 = 0.29, so sqrt(0.04 / 0.29)
+    assert joint_pmf_relative_error(z_hat, z_true) == pytest.approx(0.4)
+    assert joint_pmf_relative_error(z_hat, z_true, relative_to="estimate") == pytest.approx(
+        np.sqrt(0.04 / 0.29)
     )
+    # Table 2's scale: all mass on one cell (a fit concentrated on the rows seen)
+    # against the uniform truth: (0.75^2 + 3 * 0.25^2) / (4 * 0.25^2) = 3, while the
+    # flat estimate scores 0 here; the MAE is not bounded by 1
+    one_cell = ([1.0], [np.array([[1.0], [0.0]])] * 2)
+    assert joint_pmf_relative_error(one_cell, z_true) ** 2 == pytest.approx(3.0)
 
 
 # ------------------------------------------------------------------ G3's scaled steps

@@ -112,6 +112,52 @@ def test_report_add_summary_and_json_round_trip(tmp_path):
     assert back.settings["trials"] == 3
 
 
+def test_juror_merge_takes_each_column_from_the_first_file(tmp_path):
+    import paper_juror
+
+    paper = paper_juror.PAPER
+
+    def run(name, cells, trials):
+        report = Report(paper, "cmd", settings={"trials": trials})
+        for table, row, column, value in cells:
+            report.add(table, row, column, "MAE", 1.0, value)
+        return report.save(tmp_path / name)
+
+    old = run(
+        "old.json",
+        [
+            ("Table 2", "JUROR-A", "Ns=100", 9.0),
+            ("Table 2", "flat", "Ns=100", 0.1),
+            ("Table 2", "JUROR-A", "Ns=1000", 8.0),
+            ("Table 7", "JUROR-A", "Car", 80.0),
+            ("Table 7", "JUROR-A", "Mushroom", 95.0),
+        ],
+        2,
+    )
+    new = run(
+        "new.json",
+        [("Table 2", "JUROR-A", "Ns=100", 7.0), ("Table 7", "JUROR-A", "Car", 84.0)],
+        5,
+    )
+    first = tmp_path / "first.json"
+    assert paper_juror.main(["--merge", str(new), str(old), "--json", str(first)]) == 0
+    got = load(first)
+    # the re-run column replaces the old one whole (its "flat" row too); others stay
+    assert [(c.table, c.row, c.column, c.ours) for c in got.cells] == [
+        ("Table 2", "JUROR-A", "Ns=100", 7.0),
+        ("Table 2", "JUROR-A", "Ns=1000", 8.0),
+        ("Table 7", "JUROR-A", "Car", 84.0),
+        ("Table 7", "JUROR-A", "Mushroom", 95.0),
+    ]
+    assert got.settings["new.json"]["columns_used"] == ["Table 2: Ns=100", "Table 7: Car"]
+    assert got.settings["old.json"]["trials"] == 2
+    # merging the merged file again keeps the runs it was made of, not itself
+    again = tmp_path / "again.json"
+    assert paper_juror.main(["--merge", str(first), "--json", str(again)]) == 0
+    assert set(load(again).settings) >= {"new.json", "old.json"}
+    assert "first.json" not in load(again).settings
+
+
 def test_generated_tables_match_the_saved_results():
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "paper_tables.py"), "--check"],

@@ -104,7 +104,7 @@ INTERCEPT = "(intercept)"
 MLOGIT_MAX_STEPS = 100
 
 
-@dataclass
+@dataclass(repr=False)
 class StructuralFit:
     r"""What :func:`distal_outcome` and :func:`class_predictors` return.
 
@@ -157,6 +157,19 @@ class StructuralFit:
     converged: bool
     classification_error: np.ndarray
     info: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:  # the estimates with their standard errors, not every array
+        table = (
+            self.estimates.round(4).astype(str)
+            + " ("
+            + self.stderr.round(4).astype(str)
+            + ")"
+        )
+        head = (
+            f"StructuralFit(family={self.family!r}, correction={self.correction!r}, "
+            f"n_rows={self.n_rows}, converged={self.converged})"
+        )
+        return f"{head}\nestimate (standard error):\n{table.to_string()}"
 
 
 # ------------------------------------------------------------------ validation

@@ -30,6 +30,7 @@ __all__ = [
     "corrected_metric",
     "dirichlet_cov_scale",
     "estimate_alpha",
+    "noise_fraction",
     "noise_variance",
     "phi_from_moments",
     "phi_star",
@@ -149,11 +150,35 @@ def corrected_metric(
     """
     n = sub.scores.shape[0]
     N, scale = NOISE_CORRECTIONS[kernel](sub, ctx)
+    if noise_fraction(sub, kernel, ctx) > max_noise_fraction:
+        return None
+    return pd_sqrt((np.diag(sub.singular_values**2 / n) - N) / scale)
+
+
+def noise_fraction(sub: Subspace, kernel: str, ctx: dict) -> float:
+    r"""The largest share of the data variance that is noise along a top direction.
+
+    The largest eigenvalue of :math:`(\Lambda^2/n)^{-1/2}\, W^T N W\,
+    (\Lambda^2/n)^{-1/2}`, with :math:`W^T N W` the kernel's noise covariance on the
+    top subspace (Lemma 3, ``NOISE_CORRECTIONS``) and :math:`\Lambda^2/n` the data
+    variance along its directions: 0 without noise, near 1 when some direction of the
+    top subspace carries (almost) only noise, i.e. the projection does not resolve
+    the simplex along it.
+
+    Examples
+    --------
+    >>> from bayespmf.kernels.vlad_geometry import top_subspace
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 5)) * [3.0, 1.0, 1.0, 1.0, 1.0]  # noise sd 1
+    >>> frac = noise_fraction(top_subspace(X, 2), "gaussian", {"sigma2": 1.0})
+    >>> bool(frac > 0.9)  # the second top direction is noise only
+    True
+    """
+    n = sub.scores.shape[0]
+    N, _ = NOISE_CORRECTIONS[kernel](sub, ctx)
     lam2 = sub.singular_values**2 / n
     inv = 1.0 / np.sqrt(np.where(lam2 > 0, lam2, np.inf))
-    if np.linalg.eigvalsh(N * inv[:, None] * inv[None, :])[-1] > max_noise_fraction:
-        return None
-    return pd_sqrt((np.diag(lam2) - N) / scale)
+    return float(np.linalg.eigvalsh(N * inv[:, None] * inv[None, :])[-1])
 
 
 def _moments(sub: Subspace, g, kernel: str, ctx: dict) -> Moments:

@@ -13,10 +13,9 @@ a small Gaussian nest, with wall times and the ratio NUTS time / VLAD time.
 
 ``--scale`` multiplies every n (not D, K, alpha, sigma or words per document): the
 Poisson nest's signal grows with D while its noise per coordinate does not, so scaling
-D down makes another problem (issue 35: with D scaled too, VLAD's Poisson alpha-hat at
-D = 25 was 0.11 and 0.36 on average over seeds 0-9 at n = 500 and 1500, and 0.67 at
-D = 100, n = 200 over seeds 0-59, against the true 2; at D = 500 it is 1.98 at
-n = 200 and 1.87 at n = 600). The alpha_hat column prints VLAD's alpha, or the mean
+D down makes another problem, one whose thinnest directions sit inside the noise bulk
+(VLAD then warns, ``UnresolvedSimplexWarning``, and its alpha-hat is not identified).
+The alpha_hat column prints VLAD's alpha, or the mean
 of its vector alpha followed by a note when VLAD fell back to an asymmetric Dirichlet
 (``benchmarks/dsn_symmetry.py`` measures how often that happens on these nests).
 

@@ -45,7 +45,8 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
     "dsn_symmetry.py": (
         [],
         None,
-        r"^\| asym \| triangle \| 5000 \| .* \| 2 \| \d/2 \d \d \| \d/2 \d \d \| \d/2 \|",
+        r"^\| asym \| triangle \| 5000 \| .* \| 2 \| \d/2 \d \d \| \d/2 \d \d \| "
+        r"\d \d \d \| \d/2 \|",
     ),
     "dsn_text.py": ([], None, rf"^\s+5 VLAD\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"),
     "jax_data.py": ([], "jax", rf"^\| 500 \| .* \| {NUM} \| {NUM} \|"),

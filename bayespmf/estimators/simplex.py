@@ -45,6 +45,7 @@ from bayespmf._validation import DataValidationError
 from bayespmf.estimators._base import check_fitted
 from bayespmf.fit.simplex import (
     AsymmetricDirichletWarning,
+    UnresolvedSimplexWarning,
     check_alpha,
     check_counts,
     check_nest_data,
@@ -61,6 +62,7 @@ __all__ = [
     "AsymmetricDirichletWarning",
     "DegenerateVertexWarning",
     "SimplexSPA",
+    "UnresolvedSimplexWarning",
     "check_alpha",
     "check_nest_data",
 ]
@@ -419,10 +421,10 @@ class VLAD(_CentroidNestEstimator):
     data's size and clustered the same way, by an over-dispersed Pearson statistic
     referred to an F distribution). When the p-value is below ``ASYMMETRY_P_VALUE``,
     the total variation from the simulated masses above ``ASYMMETRY_MIN_TV`` and the
-    top subspace holds the simplex (noise at most ``ASYMMETRY_MAX_NOISE_FRACTION``
-    of the variance along each of its directions, ``mass_balance_.noise_fraction``;
-    above it the cells of a symmetric nest are unbalanced by the noise and the test
-    is not acted on), it
+    top subspace holds the simplex (the variance along each of its directions above
+    the top of the noise spectrum at this size, ``mass_balance_.signal_margin > 1``;
+    a direction inside the noise bulk cannot be told from noise, the cells of a
+    symmetric nest are then unbalanced by the noise and the test is not acted on), it
     warns (:class:`AsymmetricDirichletWarning`), estimates a vector alpha from the
     cell masses and the covariance (:func:`bayespmf.kernels.vlad.estimate_alpha_vector`)
     and sets ``fallback_``; for the Gaussian kernel that estimate simulates the noise
@@ -481,6 +483,9 @@ class VLAD(_CentroidNestEstimator):
             VLAD fell back to a vector alpha.
         DegenerateVertexWarning
             Some k-means cells hold fewer than ``SMALL_CELL_FRACTION * n / K`` rows.
+        UnresolvedSimplexWarning
+            A direction of the top subspace lies inside the noise bulk: the vertices
+            along it and alpha are not identified from these data.
         """
         super().fit(X, y)
         _warn_small_cells(self, self._kernel)

@@ -51,11 +51,11 @@ from bayespmf.kernels.vlad_moments import (
     estimate_alpha,
     noise_variance,
     phi_star,
+    signal_margin,
     simex_phi_star,
 )
 
 __all__ = [
-    "ASYMMETRY_MAX_NOISE_FRACTION",
     "ASYMMETRY_MIN_TV",
     "ASYMMETRY_P_VALUE",
     "NOISE_BIAS_OPTIONS",
@@ -63,6 +63,7 @@ __all__ = [
     "WHITEN_OPTIONS",
     "AsymmetricDirichletWarning",
     "SimplexNestFit",
+    "UnresolvedSimplexWarning",
     "check_alpha",
     "check_counts",
     "check_kernel",
@@ -88,19 +89,28 @@ NOISE_BIAS_OPTIONS = ("bootstrap", "simex", "none")
 #: differ from those of the fitted symmetric nest (simulated with the kernel's noise at
 #: the data's size, clustered as the data were) with a p-value below ASYMMETRY_P_VALUE
 #: AND by a total variation above ASYMMETRY_MIN_TV (so that a tiny, significant
-#: imbalance at very large n does not count) AND the top subspace holds the simplex:
-#: noise is at most ASYMMETRY_MAX_NOISE_FRACTION of the data variance along each of
-#: its directions. Above that, some direction of the subspace carries almost only
-#: noise, the projected simplex is flattened, and noise alone unbalances the cells
-#: of a symmetric nest as much as an asymmetric Dirichlet does, in a way the fitted
-#: nest does not reproduce (see the Notes of ``symmetry_test``); the test is then
+#: imbalance at very large n does not count) AND every direction of the top subspace
+#: lies above the noise bulk (``signal_margin > 1``: its variance exceeds the top of
+#: the spectrum the kernel's noise alone gives at this n and D, the generalised
+#: Marchenko-Pastur edge). A direction inside the bulk cannot be told from noise (the
+#: BBP transition), the fitted nest that the test simulates is not identified along
+#: it, and noise alone unbalances the cells of a symmetric nest; the test is then
 #: reported (``details["mass_balance"]``) but not acted on. The level is that of a
 #: test whose false alarm replaces the paper's estimate by another model: rare by
 #: design. ``python benchmarks/dsn_symmetry.py`` measures how often each rule fires on
 #: the symmetric nests of the paper's Figs. 2-4 and on asymmetric ones.
 ASYMMETRY_P_VALUE = 1e-4
 ASYMMETRY_MIN_TV = 0.03
-ASYMMETRY_MAX_NOISE_FRACTION = 0.75
+
+
+class UnresolvedSimplexWarning(UserWarning):
+    """VLAD: a direction of the top subspace lies inside the noise bulk.
+
+    Its variance is not above the top of the spectrum that the kernel's noise alone
+    gives at the data's ``n`` and ``D`` (:func:`~bayespmf.kernels.vlad_moments.
+    signal_margin` at most 1), so the simplex is not resolved along it: the vertices
+    there, and alpha (eq. (5)), are not identified from these data.
+    """
 
 
 class AsymmetricDirichletWarning(UserWarning):
@@ -473,6 +483,10 @@ def fit_simplex_nest(
         VLAD: the k-means cells' masses differ from those of the fitted symmetric nest
         (:func:`~bayespmf.kernels.vlad_asymmetric.symmetry_test`); the fit fell back to
         a vector alpha (``details["fallback"] == "vector_alpha"``).
+    UnresolvedSimplexWarning
+        VLAD: a direction of the top subspace lies inside the noise bulk
+        (``details["signal_margin"] <= 1``); the vertices along it and alpha are not
+        identified from the data.
 
     Examples
     --------
@@ -545,6 +559,18 @@ def _fit_vlad(arr, K, kernel, alpha_in, n_init, max_iter, whiten, noise_bias, ra
     if lengths is not None:
         ctx["inv_length"] = float(np.mean(1.0 / lengths))
         ctx["lengths"] = lengths
+    margin = signal_margin(sub, kernel, ctx)
+    if margin <= 1.0:
+        warnings.warn(
+            f"VLAD: the top {K - 1} directions of the data do not all stand out of "
+            f"the {kernel} noise: the smallest variance is {margin:.2f} times the top "
+            f"of the noise spectrum at n = {n}, D = {D} (the Marchenko-Pastur edge), "
+            "so the simplex is not resolved along that direction and the vertices "
+            "and alpha are not identified from these data. More rows (or less noisy "
+            "data) are needed; see details['signal_margin'].",
+            UnresolvedSimplexWarning,
+            stacklevel=4,
+        )
     metric = corrected_metric(sub, kernel, ctx) if whiten == "corrected" else None
     centroids, g, labels = vlad_centroids(
         sub, K, metric=metric, n_init=n_init, max_iter=max_iter, random_state=rng
@@ -649,6 +675,7 @@ def _fit_vlad(arr, K, kernel, alpha_in, n_init, max_iter, whiten, noise_bias, ra
         "components": sub.components,
         "labels": labels,
         "sigma": None if sigma2 is None else float(np.sqrt(sigma2)),
+        "signal_margin": margin,
     }
     return vertices, details
 
@@ -658,19 +685,20 @@ def rejects_symmetry(balance) -> bool:
 
     ``balance`` is the :class:`~bayespmf.kernels.vlad_asymmetric.MassBalance` of
     :func:`~bayespmf.kernels.vlad_asymmetric.symmetry_test`; see
-    ``ASYMMETRY_P_VALUE``, ``ASYMMETRY_MIN_TV`` and ``ASYMMETRY_MAX_NOISE_FRACTION``.
+    ``ASYMMETRY_P_VALUE`` and ``ASYMMETRY_MIN_TV``; the test is acted on only where
+    every top direction lies above the noise bulk (``balance.signal_margin > 1``).
 
     Examples
     --------
     >>> from bayespmf.kernels.vlad import MassBalance
-    >>> mb = MassBalance(np.array([0.5, 0.3, 0.2]), 300.0, 1e-9, 0.13, noise_fraction=0.1)
-    >>> rejects_symmetry(mb), rejects_symmetry(mb._replace(noise_fraction=0.95))
+    >>> mb = MassBalance(np.array([0.5, 0.3, 0.2]), 300.0, 1e-9, 0.13, signal_margin=4.0)
+    >>> rejects_symmetry(mb), rejects_symmetry(mb._replace(signal_margin=0.9))
     (True, False)
     """
     return bool(
         balance.p_value < ASYMMETRY_P_VALUE
         and balance.total_variation > ASYMMETRY_MIN_TV
-        and balance.noise_fraction <= ASYMMETRY_MAX_NOISE_FRACTION
+        and balance.signal_margin > 1.0
     )
 
 

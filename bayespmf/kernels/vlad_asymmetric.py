@@ -27,6 +27,7 @@ from bayespmf.kernels.vlad_moments import (
     NOISE_CORRECTIONS,
     corrected_metric,
     noise_fraction,
+    signal_margin,
 )
 
 __all__ = [
@@ -86,6 +87,13 @@ class MassBalance(NamedTuple):
         (:func:`~bayespmf.kernels.vlad_moments.noise_fraction`); near 1, the
         projection has lost a direction of the simplex and the test is not
         conclusive (see its Notes). nan for :func:`mass_balance`.
+    signal_margin : float
+        :func:`symmetry_test`: the smallest data variance along a direction of the top
+        subspace over the top of the noise spectrum at the data's size
+        (:func:`~bayespmf.kernels.vlad_moments.noise_bulk_edge`); at most 1, some
+        direction of the subspace cannot be told from noise, the fitted nest is not
+        identified along it and the test is not conclusive (see its Notes). nan for
+        :func:`mass_balance`.
     """
 
     masses: np.ndarray
@@ -97,6 +105,7 @@ class MassBalance(NamedTuple):
     statistic: float = float("nan")
     n_rep: int = 0
     noise_fraction: float = float("nan")
+    signal_margin: float = float("nan")
 
 
 def mass_balance(labels, n_vertices: int) -> MassBalance:
@@ -256,10 +265,16 @@ def symmetry_test(
     cuts the noise, and the cells of the true *symmetric* nest come out unequal by
     as much as a real asymmetry gives; the fitted nest, whose vertices are poor
     along that direction, does not reproduce that and the p-values come out small.
+    ``signal_margin`` flags it without a tuned threshold: the smallest variance along
+    a top direction over the top :math:`b_+` of the spectrum that the kernel's noise
+    alone gives at this ``n`` and ``D`` (the generalised Marchenko--Pastur edge,
+    :func:`~bayespmf.kernels.vlad_moments.noise_bulk_edge`). At most 1, that
+    direction lies in the noise bulk: by the BBP phase transition the sample
+    direction then carries no trace of a direction of the simplex, so neither the
+    fit nor the null it simulates is identified along it.
+    :func:`~bayespmf.fit.simplex.fit_simplex_nest` does not act on the test then.
     ``noise_fraction`` (the largest share of noise in the variance along a top
-    direction) flags it: near 1 on those data, well below 1 where the subspace
-    holds the simplex. :func:`~bayespmf.fit.simplex.fit_simplex_nest` does not act
-    on the test above ``ASYMMETRY_MAX_NOISE_FRACTION``.
+    direction) is reported beside it.
 
     Examples
     --------
@@ -321,6 +336,7 @@ def symmetry_test(
         float(statistic),
         n_rep,
         noise_fraction(sub, kernel, ctx),
+        signal_margin(sub, kernel, ctx),
     )
 
 

@@ -69,6 +69,11 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
         None,
         rf"^\| CNMF-SPA \| MSE \| {NUM} \({NUM}\)(?: [!~])? \| 0\.0669 \|",
     ),
+    "paper_dsn.py": (
+        [],
+        None,
+        rf"^\| VLAD / GDM \| MMD ratio \| {NUM} \({NUM}\)(?: [~!])? \| 1 \|",
+    ),
     "paper_juror.py": (
         [],
         None,

@@ -14,7 +14,7 @@ a small Gaussian nest, with wall times and the ratio NUTS time / VLAD time.
 ``--scale`` multiplies every n (not D, K, alpha, sigma or words per document): the
 Poisson nest's signal grows with D while its noise per coordinate does not, so scaling
 D down makes another problem, one whose thinnest directions sit inside the noise bulk
-(VLAD then warns, ``UnresolvedSimplexWarning``, and its alpha-hat is not identified).
+(VLAD then warns, ``UnresolvedSimplexWarning``, and its alpha-hat may be far off).
 The alpha_hat column prints VLAD's alpha, or the mean
 of its vector alpha followed by a note when VLAD fell back to an asymmetric Dirichlet
 (``benchmarks/dsn_symmetry.py`` measures how often that happens on these nests).

@@ -485,7 +485,7 @@ class VLAD(_CentroidNestEstimator):
             Some k-means cells hold fewer than ``SMALL_CELL_FRACTION * n / K`` rows.
         UnresolvedSimplexWarning
             A direction of the top subspace lies inside the noise bulk: the vertices
-            along it and alpha are not identified from these data.
+            along it are not identified from these data and alpha may be far off.
         """
         super().fit(X, y)
         _warn_small_cells(self, self._kernel)

@@ -109,7 +109,9 @@ class UnresolvedSimplexWarning(UserWarning):
     Its variance is not above the top of the spectrum that the kernel's noise alone
     gives at the data's ``n`` and ``D`` (:func:`~bayespmf.kernels.vlad_moments.
     signal_margin` at most 1), so the simplex is not resolved along it: the vertices
-    there, and alpha (eq. (5)), are not identified from these data.
+    there are not identified from these data, and alpha (eq. (5)) may be far off
+    (with one thin direction lost the others can still carry it; with several, as
+    in a Poisson nest of few features, it is not).
     """
 
 
@@ -485,8 +487,8 @@ def fit_simplex_nest(
         a vector alpha (``details["fallback"] == "vector_alpha"``).
     UnresolvedSimplexWarning
         VLAD: a direction of the top subspace lies inside the noise bulk
-        (``details["signal_margin"] <= 1``); the vertices along it and alpha are not
-        identified from the data.
+        (``details["signal_margin"] <= 1``); the vertices along it are not identified
+        from the data and alpha may be far off.
 
     Examples
     --------
@@ -565,9 +567,9 @@ def _fit_vlad(arr, K, kernel, alpha_in, n_init, max_iter, whiten, noise_bias, ra
             f"VLAD: the top {K - 1} directions of the data do not all stand out of "
             f"the {kernel} noise: the smallest variance is {margin:.2f} times the top "
             f"of the noise spectrum at n = {n}, D = {D} (the Marchenko-Pastur edge), "
-            "so the simplex is not resolved along that direction and the vertices "
-            "and alpha are not identified from these data. More rows (or less noisy "
-            "data) are needed; see details['signal_margin'].",
+            "so the simplex is not resolved along that direction: the vertices along "
+            "it are not identified from these data and alpha may be far off. More "
+            "rows (or less noisy data) are needed; see details['signal_margin'].",
             UnresolvedSimplexWarning,
             stacklevel=4,
         )

@@ -249,8 +249,9 @@ def signal_margin(sub: Subspace, kernel: str, ctx: dict) -> float:
     :func:`noise_bulk_edge`. Above 1, every direction of the top subspace (Alg. 1,
     steps 1-3) stands out of the spectrum that the kernel's noise alone gives at this
     ``n`` and ``D``; at most 1, some direction cannot be told from noise, so the
-    simplex is not resolved along it and neither the vertices nor alpha (eq. (5)) are
-    identified from these data (more rows, or a kernel with less noise, are needed).
+    simplex is not resolved along it: the vertices along it are not identified from
+    these data and alpha (eq. (5)) may be far off (more rows, or a kernel with less
+    noise, are needed).
 
     Examples
     --------

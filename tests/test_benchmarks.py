@@ -42,6 +42,12 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
     "dask_scaling.py": ([], "dask", rf"^\|\s+20,000 \| dask\s+\| marginals\s+\|\s+{NUM}"),
     "dsn_figures.py": ([], None, rf"^\s+1500 \|\s+{NUM}\s+{NUM}s \|"),
     "dsn_finance.py": ([], None, rf"^VLAD\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"),
+    "dsn_symmetry.py": (
+        [],
+        None,
+        r"^\| asym \| triangle \| 5000 \| .* \| 2 \| \d/2 \d \d \| \d/2 \d \d \| "
+        r"\d \d \d \| \d/2 \|",
+    ),
     "dsn_text.py": ([], None, rf"^\s+5 VLAD\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"),
     "jax_data.py": ([], "jax", rf"^\| 500 \| .* \| {NUM} \| {NUM} \|"),
     "distal_simulation.py": (
@@ -72,6 +78,11 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
         [],
         None,
         rf"^\| CNMF-SPA \| MSE \| {NUM} \({NUM}\)(?: [!~])? \| 0\.0669 \|",
+    ),
+    "paper_dsn.py": (
+        [],
+        None,
+        rf"^\| VLAD / GDM \| MMD ratio \| {NUM} \({NUM}\)(?: [~!])? \| 1 \|",
     ),
     "paper_juror.py": (
         [],

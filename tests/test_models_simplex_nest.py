@@ -17,7 +17,10 @@ from bayespmf.models.simplex_nest import (
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "poisson", "multinomial"])
+@pytest.mark.filterwarnings("ignore::bayespmf.fit.simplex.UnresolvedSimplexWarning")
 def test_model_structure_and_finite_logp_at_vlad_start(kernel):
+    # the Poisson nest (n = 200, D = 6) is inside the noise bulk and VLAD says so; the
+    # test is about the model built around VLAD's start
     kw = {"multinomial": {"words_per_doc": 500}, "gaussian": {"sigma": 0.05}}
     X, _ = make_simplex_nest(
         200, 6, 3, alpha=1.0, kernel=kernel, random_state=0, **kw.get(kernel, {})

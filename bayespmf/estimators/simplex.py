@@ -45,6 +45,7 @@ from bayespmf._validation import DataValidationError
 from bayespmf.estimators._base import check_fitted
 from bayespmf.fit.simplex import (
     AsymmetricDirichletWarning,
+    UnresolvedSimplexWarning,
     check_alpha,
     check_counts,
     check_nest_data,
@@ -61,6 +62,7 @@ __all__ = [
     "AsymmetricDirichletWarning",
     "DegenerateVertexWarning",
     "SimplexSPA",
+    "UnresolvedSimplexWarning",
     "check_alpha",
     "check_nest_data",
 ]
@@ -318,8 +320,11 @@ class VLAD(_CentroidNestEstimator):
         The factor that extended the centroids: :math:`\gamma(\hat\alpha)`, divided
         by ``inflation_`` (nan for a vector alpha).
     mass_balance_ : MassBalance
-        Masses of the k-means cells and the chi-square test of equal masses
-        (:func:`bayespmf.kernels.vlad.mass_balance`).
+        Masses of the k-means cells, the masses the fitted symmetric nest gives them
+        (simulated with the kernel's noise at the data's size) and the calibrated test
+        of the difference (:func:`bayespmf.kernels.vlad.symmetry_test`); for a given
+        vector alpha, Pearson's statistic against ``1 / K``
+        (:func:`bayespmf.kernels.vlad.mass_balance`), which is not tested.
     fallback_ : None or "vector_alpha"
         ``"vector_alpha"`` when the cells showed an asymmetric Dirichlet and the
         vertices come from an estimated vector alpha (an
@@ -408,22 +413,27 @@ class VLAD(_CentroidNestEstimator):
     :math:`C = V(\alpha) B`, ``V`` the barycentric CVT centroids of
     :math:`\mathrm{Dir}(\alpha)` (:func:`bayespmf.kernels.vlad.dirichlet_cvt`), and
     :math:`B = V^{-1} C`. A given vector alpha is used that way (cells paired with
-    vertices by mass). Without one, VLAD tests that the k-means cells are of equal
-    mass (chi-square p-value below ``ASYMMETRY_P_VALUE`` and total variation above
-    ``ASYMMETRY_MIN_TV``); when they are not, it warns
-    (:class:`AsymmetricDirichletWarning`), estimates a vector alpha from the cell
-    masses and the covariance (:func:`bayespmf.kernels.vlad.estimate_alpha_vector`)
+    vertices by mass). Without one, VLAD tests that the k-means cells hold the masses
+    of the fitted symmetric nest (:func:`bayespmf.kernels.vlad.symmetry_test`: Lemma 2
+    gives equal masses without noise, but noise moves points across the cells
+    unevenly and k-means fits the cells to the same points, so the counts are
+    compared with those of the fitted nest simulated with the kernel's noise at the
+    data's size and clustered the same way, by an over-dispersed Pearson statistic
+    referred to an F distribution). When the p-value is below ``ASYMMETRY_P_VALUE``,
+    the total variation from the simulated masses above ``ASYMMETRY_MIN_TV`` and the
+    top subspace holds the simplex (the variance along each of its directions above
+    the top of the noise spectrum at this size, ``mass_balance_.signal_margin > 1``;
+    a direction inside the noise bulk cannot be told from noise, the cells of a
+    symmetric nest are then unbalanced by the noise and the test is not acted on), it
+    warns (:class:`AsymmetricDirichletWarning`), estimates a vector alpha from the
+    cell masses and the covariance (:func:`bayespmf.kernels.vlad.estimate_alpha_vector`)
     and sets ``fallback_``; for the Gaussian kernel that estimate simulates the noise
-    in the cells (``noise_aware``). ``python benchmarks/dsn_triangle.py`` (seeds 0-9,
-    mean / median distance): VLAD 0.25 / 0.20 (0.35 / 0.32 without the simulated
-    noise, 5.70 / 1.39 without the fallback), GDM 0.97 / 0.75, SPA 0.54 / 0.51, VLAD
-    given the true vector alpha 0.14 / 0.11; VLAD warns on all ten seeds and is worse
-    than GDM on one (seed 9: 0.32 against 0.26). Symmetric triangles (alpha = 1.5
-    and 0.3) never fall back and give the same vertices as before. When no vector
-    alpha matches the cell masses (data that are not a Dirichlet nest: 3000 days of
-    S&P 500 returns at K = 5 have cells of 11-31 % of the days, and no Dir(alpha)
-    tried gave masses outside 14-27 %) the estimate stops with ``converged=False``
-    and ``status="stalled"`` (:class:`bayespmf.kernels.vlad.AlphaVector`) and its
+    in the cells (``noise_aware``). ``python benchmarks/dsn_triangle.py`` compares
+    VLAD, GDM and SPA on the triangle test over seeds, and ``python
+    benchmarks/dsn_symmetry.py`` counts the fallbacks on the paper's symmetric nests.
+    When no vector alpha matches the cell masses (data that are not a Dirichlet nest,
+    such as daily stock returns) the estimate stops with ``converged=False`` and
+    ``status="stalled"`` (:class:`bayespmf.kernels.vlad.AlphaVector`) and its
     vertices are not to be trusted; its mass misfit is in the warning.
 
     **Nearly empty cells.** A k-means cell with fewer than ``SMALL_CELL_FRACTION *
@@ -469,9 +479,13 @@ class VLAD(_CentroidNestEstimator):
         Warns
         -----
         AsymmetricDirichletWarning
-            The k-means cells are of unequal mass; VLAD fell back to a vector alpha.
+            The k-means cells' masses differ from those of the fitted symmetric nest;
+            VLAD fell back to a vector alpha.
         DegenerateVertexWarning
             Some k-means cells hold fewer than ``SMALL_CELL_FRACTION * n / K`` rows.
+        UnresolvedSimplexWarning
+            A direction of the top subspace lies inside the noise bulk: the vertices
+            along it are not identified from these data and alpha may be far off.
         """
         super().fit(X, y)
         _warn_small_cells(self, self._kernel)

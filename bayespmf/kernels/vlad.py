@@ -7,9 +7,9 @@ Yurochkin, Guha, Sun & Nguyen (ICML 2019). One module per idea, all re-exported 
 - :mod:`bayespmf.kernels.vlad_moments`: alpha by the method of moments (eq. (5) with
   Lemma 3 of Supplement A.3) and the SIMEX noise correction;
 - :mod:`bayespmf.kernels.vlad_calibration`: alpha and the extension calibrated by a
-  parametric bootstrap;
+  parametric bootstrap, and the clustering of simulated nests;
 - :mod:`bayespmf.kernels.vlad_asymmetric`: the cell-mass test of a symmetric Dirichlet
-  and the vector-alpha estimate.
+  (calibrated by simulating the fitted nest) and the vector-alpha estimate.
 
 Arrays in, arrays out, no warnings; validation and warnings live in
 :func:`bayespmf.fit.simplex.fit_simplex_nest`.
@@ -17,18 +17,22 @@ Arrays in, arrays out, no warnings; validation and warnings live in
 
 from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, DEFAULT_N_INIT, kmeans
 from bayespmf.kernels.vlad_asymmetric import (
+    SYMMETRY_REPS,
     AlphaVector,
     MassBalance,
     dirichlet_cvt,
     estimate_alpha_vector,
     mass_balance,
     match_cells,
+    symmetry_test,
 )
 from bayespmf.kernels.vlad_calibration import (
     CALIBRATION_MAX_EVALS,
     NOISE_SIMULATORS,
     AlphaCalibration,
+    FrameFit,
     calibrate_alpha,
+    frame_kmeans,
 )
 from bayespmf.kernels.vlad_geometry import (
     KERNELS,
@@ -46,8 +50,11 @@ from bayespmf.kernels.vlad_moments import (
     corrected_metric,
     dirichlet_cov_scale,
     estimate_alpha,
+    noise_bulk_edge,
+    noise_fraction,
     noise_variance,
     phi_star,
+    signal_margin,
     simex_phi_star,
 )
 
@@ -58,8 +65,10 @@ __all__ = [
     "KERNELS",
     "NOISE_CORRECTIONS",
     "NOISE_SIMULATORS",
+    "SYMMETRY_REPS",
     "AlphaCalibration",
     "AlphaVector",
+    "FrameFit",
     "MassBalance",
     "Subspace",
     "alpha_objective",
@@ -72,13 +81,18 @@ __all__ = [
     "estimate_alpha",
     "estimate_alpha_vector",
     "extend_centroids",
+    "frame_kmeans",
     "kmeans",
     "mass_balance",
     "match_cells",
+    "noise_bulk_edge",
+    "noise_fraction",
     "noise_variance",
     "phi_star",
     "preprocess",
+    "signal_margin",
     "simex_phi_star",
+    "symmetry_test",
     "top_subspace",
     "vlad_centroids",
 ]

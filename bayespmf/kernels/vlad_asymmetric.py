@@ -1,10 +1,13 @@
 r"""An asymmetric Dirichlet in a VLAD fit: the cell-mass test and a vector alpha.
 
-The k-means cells of a symmetric Dirichlet nest hold equal shares of the data;
-:func:`mass_balance` tests that, :func:`dirichlet_cvt` gives the centroidal Voronoi
-tessellation of :math:`\mathrm{Dir}(\alpha)` for a vector alpha, :func:`match_cells`
-pairs the data's cells with the model's, and :func:`estimate_alpha_vector` fits a
-vector alpha and the vertices by the method of moments.
+The k-means cells of a noise-free symmetric Dirichlet nest hold equal shares of the
+data (Lemma 2). :func:`mass_balance` is Pearson's chi-square of the cell counts against
+``n / K``; :func:`symmetry_test` is the calibrated test VLAD uses, which compares the
+counts with those of the fitted symmetric nest simulated with the kernel's noise at the
+data's size. :func:`dirichlet_cvt` gives the centroidal Voronoi tessellation of
+:math:`\mathrm{Dir}(\alpha)` for a vector alpha, :func:`match_cells` pairs the data's
+cells with the model's, and :func:`estimate_alpha_vector` fits a vector alpha and the
+vertices by the method of moments.
 """
 
 from __future__ import annotations
@@ -13,18 +16,25 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from scipy.special import chdtrc
+from scipy.special import chdtrc, fdtrc
 
 from bayespmf._validation import check_random_state
 from bayespmf.kernels._vlad_linalg import psd_sqrt
 from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, kmeans
+from bayespmf.kernels.vlad_calibration import NOISE_SIMULATORS, frame_kmeans
 from bayespmf.kernels.vlad_geometry import Subspace
-from bayespmf.kernels.vlad_moments import NOISE_CORRECTIONS, corrected_metric
+from bayespmf.kernels.vlad_moments import (
+    NOISE_CORRECTIONS,
+    corrected_metric,
+    noise_fraction,
+    signal_margin,
+)
 
 __all__ = [
     "AlphaVector",
     "CVT_DRAWS",
     "MassBalance",
+    "SYMMETRY_REPS",
     "VECTOR_ALPHA_RANGE",
     "VECTOR_DRAWS",
     "VECTOR_MASS_TOL",
@@ -35,6 +45,7 @@ __all__ = [
     "estimate_alpha_vector",
     "mass_balance",
     "match_cells",
+    "symmetry_test",
 ]
 
 #: Monte Carlo draws of Dir(alpha) behind :func:`dirichlet_cvt` (k-means in K - 1
@@ -43,35 +54,83 @@ CVT_DRAWS = 50_000
 
 
 class MassBalance(NamedTuple):
-    r"""Result of :func:`mass_balance`: whether the k-means cells are of equal mass.
+    r"""Result of :func:`mass_balance` and :func:`symmetry_test`.
 
     Attributes
     ----------
     masses : ndarray (K,)
         Fraction of the points in each cell.
     chi2 : float
-        :math:`\sum_k (n_k - n/K)^2 / (n/K)`.
+        Pearson's statistic :math:`\sum_k (n_k - n e_k)^2 / (n e_k)` of the counts
+        against the expected masses ``expected``.
     p_value : float
-        Upper tail of :math:`\chi^2_{K-1}` at ``chi2``.
+        :func:`mass_balance`: upper tail of :math:`\chi^2_{K-1}` at ``chi2``.
+        :func:`symmetry_test`: upper tail of :math:`F(K - 1, (R - 1)(K - 1))` at
+        ``statistic``.
     total_variation : float
-        :math:`\frac12 \sum_k |m_k - 1/K|`.
+        :math:`\frac12 \sum_k |m_k - e_k|`.
+    expected : ndarray (K,) or None
+        The masses :math:`e_k` of the null: ``1 / K`` (:func:`mass_balance`), or the
+        mean masses of the simulated symmetric nest (:func:`symmetry_test`).
+    dispersion : float
+        :math:`\hat\phi`, the variance of the simulated counts relative to
+        multinomial counts of the same masses (1 for :func:`mass_balance`).
+    statistic : float
+        The test statistic: ``chi2`` (:func:`mass_balance`), or
+        :math:`\chi^2 / ((K - 1)\hat\phi (1 + 1/R))` (:func:`symmetry_test`).
+    n_rep : int
+        ``R``, simulated data sets behind ``expected`` and ``dispersion`` (0 for
+        :func:`mass_balance`).
+    noise_fraction : float
+        :func:`symmetry_test`: the largest share of the data variance that is noise
+        along a direction of the top subspace
+        (:func:`~bayespmf.kernels.vlad_moments.noise_fraction`); near 1, the
+        projection has lost a direction of the simplex and the test is not
+        conclusive (see its Notes). nan for :func:`mass_balance`.
+    signal_margin : float
+        :func:`symmetry_test`: the smallest data variance along a direction of the top
+        subspace over the top of the noise spectrum at the data's size
+        (:func:`~bayespmf.kernels.vlad_moments.noise_bulk_edge`); at most 1, some
+        direction of the subspace cannot be told from noise, the fitted nest is not
+        identified along it and the test is not conclusive (see its Notes). nan for
+        :func:`mass_balance`.
     """
 
     masses: np.ndarray
     chi2: float
     p_value: float
     total_variation: float
+    expected: np.ndarray | None = None
+    dispersion: float = 1.0
+    statistic: float = float("nan")
+    n_rep: int = 0
+    noise_fraction: float = float("nan")
+    signal_margin: float = float("nan")
 
 
 def mass_balance(labels, n_vertices: int) -> MassBalance:
-    r"""Test that the k-means cells hold equal shares of the data.
+    r"""Pearson's chi-square of the k-means cell counts against equal masses.
 
-    Under a symmetric Dirichlet the whitened k-means cells are images of each other
-    under the simplex's symmetries (Lemma 2: in the :math:`\Sigma^\dagger` metric the
-    simplex is regular), so each holds :math:`1/K` of the points; an asymmetric
-    :math:`\mathrm{Dir}(\alpha)` gives the cell of a vertex with larger
-    :math:`\alpha_k` more mass. The statistic is Pearson's chi-square of the cell
-    counts against ``n / K``.
+    Under a noise-free symmetric Dirichlet the whitened k-means cells are images of
+    each other under the simplex's symmetries (Lemma 2: in the
+    :math:`\Sigma^\dagger` metric the simplex is regular), so each holds :math:`1/K`
+    of the points; an asymmetric :math:`\mathrm{Dir}(\alpha)` gives the cell of a
+    vertex with larger :math:`\alpha_k` more mass. The statistic is Pearson's
+    chi-square of the cell counts against ``n / K``, with the :math:`\chi^2_{K-1}`
+    tail of multinomial counts in fixed cells. The cells of k-means are neither fixed
+    (they are fitted to the same points) nor of equal mass once noise moves points
+    across them, so this p-value is not the test VLAD applies: see
+    :func:`symmetry_test`.
+
+    Parameters
+    ----------
+    labels : array_like of int (n,)
+        The cell of each point, in ``0 .. n_vertices - 1``.
+    n_vertices : int
+
+    Returns
+    -------
+    MassBalance
 
     Examples
     --------
@@ -90,6 +149,194 @@ def mass_balance(labels, n_vertices: int) -> MassBalance:
         chi2,
         float(chdtrc(n_vertices - 1, chi2)),
         float(0.5 * np.sum(np.abs(masses - 1.0 / n_vertices))),
+        np.full(n_vertices, 1.0 / n_vertices),
+        1.0,
+        chi2,
+        0,
+    )
+
+
+#: Simulated data sets of the fitted symmetric nest behind :func:`symmetry_test`.
+#: Each costs one k-means run (with the data's restarts) on ``n`` points in ``K - 1``
+#: dimensions; the reference distribution is F(K - 1, (R - 1)(K - 1)), so R sets how
+#: much the estimated dispersion costs in power (R = 16: 15 (K - 1) denominator
+#: degrees of freedom, 30 at K = 3).
+SYMMETRY_REPS = 16
+
+
+def symmetry_test(
+    sub: Subspace,
+    g,
+    labels,
+    kernel: str,
+    ctx: dict,
+    alpha: float,
+    gamma: float,
+    *,
+    whiten: str = "data",
+    n_rep: int = SYMMETRY_REPS,
+    n_init: int = 0,
+    max_iter: int = DEFAULT_KMEANS_MAX_ITER,
+    random_state=None,
+) -> MassBalance:
+    r"""Test that the k-means cells are those of a symmetric Dirichlet nest.
+
+    A parametric bootstrap of the cell counts under the fitted symmetric nest, with
+    the kernel's noise, at the data's size, clustered as the data were.
+
+    Parameters
+    ----------
+    sub : Subspace
+        The top ``K - 1`` singular factors of the data (:func:`top_subspace`).
+    g : ndarray (K, r)
+        The data's k-means centroids in the coordinates of ``W``, relative to the
+        data centre (``(centroids - center) @ W``; not re-centred).
+    labels : ndarray of int (n,)
+        The data's k-means cell of each row (cell ``k`` is centroid ``g[k]``).
+    kernel : {"gaussian", "poisson", "multinomial"}
+    ctx : dict
+        The kernel's noise parameters (as for
+        :func:`~bayespmf.kernels.vlad_calibration.calibrate_alpha`).
+    alpha : float
+        The symmetric concentration of the fit (estimated or given).
+    gamma : float
+        The extension of the fit: the fitted vertices are ``gamma * g`` in the same
+        coordinates (Alg. 1, step 6).
+    whiten : {"data", "corrected"}
+        The metric the data were clustered in (repeated on each simulated set).
+    n_rep : int
+        ``R``, simulated data sets (at least 2).
+    n_init : int, default 0
+        k-means++ restarts of each simulated clustering; pass the data's (VLAD's
+        ``n_init``) so that the simulated cells vary as the data's do. 0 runs one
+        Lloyd iteration from the model's centroids (cheaper; its cells vary less
+        than those of restarted k-means, so the test is then anti-conservative).
+    max_iter : int
+    random_state : None, int or Generator
+
+    Returns
+    -------
+    MassBalance
+        ``expected`` are the simulated masses, ``p_value`` the calibrated p-value.
+
+    Notes
+    -----
+    Lemma 2 makes the cells of a *noise-free* symmetric nest of equal mass in the
+    population. Two things make Pearson's :math:`\chi^2_{K-1}` test of equal masses
+    (:func:`mass_balance`) reject symmetric data too often:
+
+    * noise moves points across the cells, and not evenly: Poisson and multinomial
+      noise grows with the rates (points near a vertex of large rates are noisier),
+      and whitening by the noisy covariance distorts the regular simplex of Lemma 2,
+      so the population cells of a symmetric nest with noise have masses
+      :math:`e_k \neq 1/K`, and the statistic grows like ``n`` whatever the sample;
+    * the cells are fitted to the same points (k-means moves the boundaries toward
+      the sample's fluctuations, and the counts of neighbouring cells are dependent),
+      so the counts are not multinomial in fixed cells: their variance is
+      :math:`\phi` times the multinomial one, with :math:`\phi \neq 1`.
+
+    Both are properties of the fitted symmetric nest at the data's size and noise,
+    so they are simulated: ``R`` data sets of ``n`` points, weights
+    :math:`\theta_i \sim \mathrm{Dir}_K(\alpha)`, means :math:`\theta_i^T (\gamma g)`
+    and the kernel's noise projected on ``W`` (``NOISE_SIMULATORS``, as in the
+    calibration of alpha), each clustered by VLAD's k-means in the data's metric
+    (:func:`~bayespmf.kernels.vlad_calibration.frame_kmeans`: with ``n_init``
+    restarts as VLAD clusters the data, the cells paired with the model's centroids),
+    so that simulated cell ``k`` is the data's cell ``k``. With :math:`c_{rk}` the
+    simulated counts, :math:`e_k = \bar c_k / n` and
+
+    .. math::
+        \hat\phi = \frac{1}{(R-1)(K-1)} \sum_{r,k} \frac{(c_{rk} - n e_k)^2}{n e_k},
+        \qquad
+        T = \frac{\sum_k (n_k - n e_k)^2 / (n e_k)}{(K-1)\,\hat\phi\,(1 + 1/R)},
+
+    the quasi-likelihood (over-dispersed Pearson) test: ``T`` is referred to
+    :math:`F(K-1, (R-1)(K-1))`, which pays for the estimated :math:`\hat\phi`; the
+    factor :math:`1 + 1/R` pays for the estimated :math:`e_k`. Under an asymmetric
+    :math:`\mathrm{Dir}(\alpha)` the data's cells carry the unequal masses of the
+    vertices' :math:`\alpha_k` (Supplement C) that the symmetric model does not
+    reproduce, and ``T`` grows like ``n``.
+
+    The null is the *fitted* nest, so the test is only as good as the fit. It fails
+    where the top subspace has lost a direction of the simplex: a strongly skewed
+    simplex (some vertices shrunk close to the centre) under heavy noise, whose thin
+    direction drowns in the noise of the ``D - K + 1`` others. The projected data
+    then hold a flattened simplex plus a direction of (almost) pure noise, k-means
+    cuts the noise, and the cells of the true *symmetric* nest come out unequal by
+    as much as a real asymmetry gives; the fitted nest, whose vertices are poor
+    along that direction, does not reproduce that and the p-values come out small.
+    ``signal_margin`` flags it without a tuned threshold: the smallest variance along
+    a top direction over the top :math:`b_+` of the spectrum that the kernel's noise
+    alone gives at this ``n`` and ``D`` (the generalised Marchenko--Pastur edge,
+    :func:`~bayespmf.kernels.vlad_moments.noise_bulk_edge`). At most 1, that
+    direction lies in the noise bulk: by the BBP phase transition the sample
+    direction then carries no trace of a direction of the simplex, so neither the
+    fit nor the null it simulates is identified along it.
+    :func:`~bayespmf.fit.simplex.fit_simplex_nest` does not act on the test then.
+    ``noise_fraction`` (the largest share of noise in the variance along a top
+    direction) is reported beside it.
+
+    Examples
+    --------
+    >>> from bayespmf.datasets._simulate import make_simplex_nest
+    >>> from bayespmf.kernels.vlad_geometry import top_subspace, vlad_centroids
+    >>> X, _ = make_simplex_nest(2000, 3, 3, alpha=1.5, sigma=0.1, random_state=0)
+    >>> sub = top_subspace(X, 2)
+    >>> centroids, _, labels = vlad_centroids(sub, 3, random_state=0)
+    >>> g = (centroids - sub.center) @ sub.components
+    >>> from bayespmf.kernels.extension_table import extension_parameter
+    >>> gamma = float(extension_parameter(1.5, 3))  # VLAD's extension, alpha known
+    >>> mb = symmetry_test(sub, g, labels, "gaussian", {"sigma2": 0.01}, 1.5, gamma,
+    ...                    n_init=8, random_state=0)
+    >>> mb.n_rep, bool(mb.p_value > 0.01), bool(np.allclose(mb.expected.sum(), 1.0))
+    (16, True, True)
+    """
+    rng = check_random_state(random_state)
+    g = np.asarray(g, dtype=float)
+    labels = np.asarray(labels)
+    K = g.shape[0]
+    n = labels.size
+    n_rep = max(int(n_rep), 2)
+    vertices = float(gamma) * g
+    # the model's centroids: the data's, moved with the centre of the model simplex
+    init = g + (float(gamma) - 1.0) * g.mean(axis=0)
+    draw = NOISE_SIMULATORS[kernel](sub, ctx, vertices)
+    noise, scale = NOISE_CORRECTIONS[kernel](sub, ctx)
+    a = np.full(K, float(alpha))
+    sims = np.empty((n_rep, K))
+    for r in range(n_rep):
+        theta = rng.dirichlet(a, size=n)
+        points = theta @ vertices + draw(theta, rng)
+        sims[r] = frame_kmeans(
+            points,
+            init,
+            noise,
+            scale,
+            whiten=whiten,
+            max_iter=max_iter,
+            n_init=n_init,
+            rng=rng,
+        ).counts
+    counts = np.bincount(labels, minlength=K).astype(float)
+    expected = np.maximum(sims.mean(axis=0), 0.5) / n
+    expected = expected / expected.sum()
+    chi2 = float(np.sum((counts - n * expected) ** 2 / (n * expected)))
+    spread = float(np.sum((sims - n * expected) ** 2 / (n * expected)))
+    df1, df2 = K - 1, (n_rep - 1) * (K - 1)
+    dispersion = max(spread / df2, 1e-12)
+    statistic = chi2 / (df1 * dispersion * (1.0 + 1.0 / n_rep))
+    masses = counts / n
+    return MassBalance(
+        masses,
+        chi2,
+        float(fdtrc(df1, df2, statistic)),
+        float(0.5 * np.sum(np.abs(masses - expected))),
+        expected,
+        dispersion,
+        float(statistic),
+        n_rep,
+        noise_fraction(sub, kernel, ctx),
+        signal_margin(sub, kernel, ctx),
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 from scipy.special import stdtrit
 
 from bayespmf._validation import check_random_state
@@ -36,10 +37,12 @@ __all__ = [
     "CALIBRATION_MIN_REPS",
     "CALIBRATION_POINTS",
     "CALIBRATION_TOL",
+    "FrameFit",
     "INTERVAL_LEVEL",
     "INTERVAL_REPS",
     "NOISE_SIMULATORS",
     "calibrate_alpha",
+    "frame_kmeans",
 ]
 
 #: Simulated points per evaluation of :func:`calibrate_alpha`, split in replicates of the
@@ -156,10 +159,72 @@ class AlphaCalibration(NamedTuple):
     n_evals: int
 
 
-def _frame_kmeans(points, init, noise, scale, *, whiten, max_iter, rng):
-    r"""k-means of projected points in the whitening metric, started at ``init`` only.
+class FrameFit(NamedTuple):
+    r"""Result of :func:`frame_kmeans`.
 
-    Returns the centroids (same frame as ``points``) and :math:`\varphi^*`.
+    Attributes
+    ----------
+    centroids : ndarray (K, r)
+        The k-means centroids, in the frame of the points.
+    phi : float
+        The moment statistic :math:`\varphi^*` of eq. (5) of the centroids
+        (:func:`~bayespmf.kernels.vlad_moments.phi_from_moments`).
+    counts : ndarray of int (K,)
+        Points in each cell; cell ``k`` is the one started at ``init[k]``.
+    """
+
+    centroids: np.ndarray
+    phi: float
+    counts: np.ndarray
+
+
+def frame_kmeans(
+    points,
+    init,
+    noise,
+    scale,
+    *,
+    whiten,
+    max_iter=DEFAULT_KMEANS_MAX_ITER,
+    n_init: int = 0,
+    rng=None,
+) -> FrameFit:
+    r"""k-means of projected points in the whitening metric, cells in the order of ``init``.
+
+    The clustering of VLAD (Alg. 1, steps 4-5) repeated on points simulated in the
+    ``K - 1`` coordinates of ``W``: the points are centred, whitened by their own
+    covariance (``whiten="data"``) or by its noise-corrected version
+    :math:`(\mathrm{Cov} - N) / s` of Lemma 3 (``"corrected"``, falling back to the
+    covariance when that is not positive definite), and clustered either by one Lloyd
+    run started at ``init`` (``n_init=0``; same frame as ``points``) or, as VLAD
+    clusters the data, by the best of ``n_init`` k-means++ restarts, whose cells are
+    then paired with the rows of ``init`` by least total squared distance (Hungarian
+    assignment). Either way simulated cell ``k`` is the cell of ``init[k]``.
+
+    Parameters
+    ----------
+    points : ndarray (n, r)
+    init : ndarray (K, r)
+    noise : ndarray (r, r)
+        The kernel's noise covariance on the subspace (``NOISE_CORRECTIONS``).
+    scale : float
+        The factor in front of :math:`B S B^T` in Lemma 3.
+    whiten : {"data", "corrected"}
+    max_iter : int
+    n_init : int, default 0
+        k-means++ restarts; 0 runs one Lloyd iteration from ``init``.
+    rng : None, int or Generator
+
+    Returns
+    -------
+    FrameFit
+
+    Examples
+    --------
+    >>> pts = np.array([[0.0, 0.0], [0.2, 0.0], [4.0, 1.0], [4.2, 1.0]])
+    >>> fit = frame_kmeans(pts, pts[[0, 2]], np.zeros((2, 2)), 1.0, whiten="data")
+    >>> fit.counts.tolist(), fit.centroids.round(2).tolist()
+    ([2, 2], [[0.1, 0.0], [4.1, 1.0]])
     """
     n = points.shape[0]
     mean = points.mean(axis=0)
@@ -170,9 +235,21 @@ def _frame_kmeans(points, init, noise, scale, *, whiten, max_iter, rng):
         A = psd_sqrt(cov)
     z = np.linalg.solve(A, pc.T).T
     z0 = np.linalg.solve(A, (init - mean).T).T
-    eta, _, _ = kmeans(
-        z, init.shape[0], n_init=0, init=z0, max_iter=max_iter, random_state=rng
-    )
+    rng = check_random_state(rng)
+    K = init.shape[0]
+    if n_init:
+        eta, labels, _ = kmeans(z, K, n_init=n_init, max_iter=max_iter, random_state=rng)
+        d2 = ((eta[:, None, :] - z0[None, :, :]) ** 2).sum(axis=2)
+        rows, cols = linear_sum_assignment(d2)
+        order = np.empty(K, dtype=int)
+        order[cols] = rows  # order[k]: the fitted cell nearest init[k]
+        relabel = np.empty(K, dtype=int)
+        relabel[order] = np.arange(K)
+        eta, labels = eta[order], relabel[labels]
+    else:
+        eta, labels, _ = kmeans(
+            z, K, n_init=0, init=z0, max_iter=max_iter, random_state=rng
+        )
     g = eta @ A.T
     gc = g - g.mean(axis=0)
     mom = Moments(
@@ -181,7 +258,8 @@ def _frame_kmeans(points, init, noise, scale, *, whiten, max_iter, rng):
         scale,
         float(np.sum((gc @ gc.T) ** 2)),
     )
-    return g + mean, phi_from_moments(mom)
+    counts = np.bincount(labels, minlength=init.shape[0])
+    return FrameFit(g + mean, phi_from_moments(mom), counts)
 
 
 def _secant_step(ts, hs, fallback_slope: float) -> tuple[float, float]:
@@ -333,7 +411,7 @@ def calibrate_alpha(
             u1, u2 = r.random((n, K)), r.random((n, K))
             theta = dirichlet_common_draws(a, u1, u2, interpolate=True)
             points = theta @ vertices + draw(theta, r)
-            gs, phi = _frame_kmeans(
+            gs, phi, _ = frame_kmeans(
                 points, cvt, noise, scale, whiten=whiten, max_iter=max_iter, rng=r
             )
             gs = gs - gs.mean(axis=0)

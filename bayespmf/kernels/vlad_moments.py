@@ -30,9 +30,12 @@ __all__ = [
     "corrected_metric",
     "dirichlet_cov_scale",
     "estimate_alpha",
+    "noise_bulk_edge",
+    "noise_fraction",
     "noise_variance",
     "phi_from_moments",
     "phi_star",
+    "signal_margin",
     "simex_phi_star",
 ]
 
@@ -149,11 +152,122 @@ def corrected_metric(
     """
     n = sub.scores.shape[0]
     N, scale = NOISE_CORRECTIONS[kernel](sub, ctx)
+    if noise_fraction(sub, kernel, ctx) > max_noise_fraction:
+        return None
+    return pd_sqrt((np.diag(sub.singular_values**2 / n) - N) / scale)
+
+
+def noise_fraction(sub: Subspace, kernel: str, ctx: dict) -> float:
+    r"""The largest share of the data variance that is noise along a top direction.
+
+    The largest eigenvalue of :math:`(\Lambda^2/n)^{-1/2}\, W^T N W\,
+    (\Lambda^2/n)^{-1/2}`, with :math:`W^T N W` the kernel's noise covariance on the
+    top subspace (Lemma 3, ``NOISE_CORRECTIONS``) and :math:`\Lambda^2/n` the data
+    variance along its directions: 0 without noise, near 1 when some direction of the
+    top subspace carries (almost) only noise, i.e. the projection does not resolve
+    the simplex along it.
+
+    Examples
+    --------
+    >>> from bayespmf.kernels.vlad_geometry import top_subspace
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 5)) * [3.0, 1.0, 1.0, 1.0, 1.0]  # noise sd 1
+    >>> frac = noise_fraction(top_subspace(X, 2), "gaussian", {"sigma2": 1.0})
+    >>> bool(frac > 0.9)  # the second top direction is noise only
+    True
+    """
+    n = sub.scores.shape[0]
+    N, _ = NOISE_CORRECTIONS[kernel](sub, ctx)
     lam2 = sub.singular_values**2 / n
     inv = 1.0 / np.sqrt(np.where(lam2 > 0, lam2, np.inf))
-    if np.linalg.eigvalsh(N * inv[:, None] * inv[None, :])[-1] > max_noise_fraction:
-        return None
-    return pd_sqrt((np.diag(lam2) - N) / scale)
+    return float(np.linalg.eigvalsh(N * inv[:, None] * inv[None, :])[-1])
+
+
+#: The kernel's noise variance on each coordinate (the diagonal of the noise term of
+#: Lemma 3 in the data's coordinates; the multinomial's rank-one term is left out, as
+#: a negative rank-one term cannot raise the top of the noise spectrum).
+NOISE_DIAGONALS: dict[str, Callable] = {
+    "gaussian": lambda sub, ctx: np.full(sub.center.size, float(ctx["sigma2"])),
+    "poisson": lambda sub, ctx: np.maximum(sub.center, 0.0),
+    "multinomial": lambda sub, ctx: (
+        ctx["inv_length"] * np.clip(sub.center * (1.0 - sub.center), 0.0, None)
+    ),
+}
+
+
+def noise_bulk_edge(sub: Subspace, kernel: str, ctx: dict) -> float:
+    r"""The top of the spectrum that the kernel's noise alone gives at the data's size.
+
+    The upper edge :math:`b_+` of the limiting spectral distribution of the sample
+    covariance of ``n`` rows of noise with covariance :math:`\mathrm{Diag}(d)` (``d``
+    the kernel's noise variance on each of the ``D`` coordinates, Lemma 3 of
+    Supplement A.3): the Marchenko--Pastur law generalised to a non-identity
+    population covariance (Silverstein & Choi, 1995),
+
+    .. math::
+        b_+ = \min_{-1/\max_i d_i < m < 0}\;
+        -\frac1m + \frac1n \sum_{i=1}^D \frac{d_i}{1 + d_i m},
+
+    which is :math:`\sigma^2 (1 + \sqrt{D/n})^2` for Gaussian noise. A direction of
+    the data whose variance :math:`\lambda_j^2 / n` is not above :math:`b_+` cannot
+    be told from noise at this size (the BBP transition: below it the sample
+    direction carries no trace of a signal direction), so the top subspace of
+    Alg. 1 (steps 1-3) has not resolved the simplex along it.
+
+    Examples
+    --------
+    >>> from bayespmf.kernels.vlad_geometry import top_subspace
+    >>> X = np.random.default_rng(0).normal(size=(4000, 1000))
+    >>> edge = noise_bulk_edge(top_subspace(X, 3), "gaussian", {"sigma2": 1.0})
+    >>> round(edge, 4) == round((1 + (1000 / 4000) ** 0.5) ** 2, 4)
+    True
+    """
+    n = sub.scores.shape[0]
+    d = np.asarray(NOISE_DIAGONALS[kernel](sub, ctx), dtype=float)
+    d = d[d > 0]
+    if d.size == 0 or n == 0:
+        return 0.0
+    top = float(d.max())
+
+    def x_of_m(m):
+        return -1.0 / m + float(np.sum(d / (1.0 + d * m))) / n
+
+    # x(m) -> +inf at both ends of the interval; its minimum is the edge
+    res = minimize_scalar(
+        x_of_m,
+        bounds=(-(1.0 - 1e-12) / top, -1e-12 / top),
+        method="bounded",
+        options={"xatol": 1e-12 / top},
+    )
+    return float(res.fun)
+
+
+def signal_margin(sub: Subspace, kernel: str, ctx: dict) -> float:
+    r"""The smallest data variance along a top direction over the noise bulk's edge.
+
+    :math:`\min_j (\lambda_j^2 / n) / b_+`, with :math:`b_+` from
+    :func:`noise_bulk_edge`. Above 1, every direction of the top subspace (Alg. 1,
+    steps 1-3) stands out of the spectrum that the kernel's noise alone gives at this
+    ``n`` and ``D``; at most 1, some direction cannot be told from noise, so the
+    simplex is not resolved along it: the vertices along it are not identified from
+    these data and alpha (eq. (5)) may be far off (more rows, or a kernel with less
+    noise, are needed).
+
+    Examples
+    --------
+    >>> from bayespmf.kernels.vlad_geometry import top_subspace
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 50)) + np.outer(rng.normal(size=2000), np.ones(50))
+    >>> round(signal_margin(top_subspace(X, 1), "gaussian", {"sigma2": 1.0}), 1) > 1
+    True
+    >>> signal_margin(top_subspace(X, 2), "gaussian", {"sigma2": 1.0}) <= 1.05
+    True
+    """
+    edge = noise_bulk_edge(sub, kernel, ctx)
+    n = sub.scores.shape[0]
+    if edge <= 0 or n == 0:
+        return float("inf")
+    return float(np.min(sub.singular_values**2) / n / edge)
 
 
 def _moments(sub: Subspace, g, kernel: str, ctx: dict) -> Moments:

@@ -208,14 +208,14 @@ def _log(x):
 def class_log_joint(codes, weights, factors) -> np.ndarray:
     """``log lambda_f + sum_{n observed} log A_n(x_n, f)`` for every row, shape (S, F)."""
     codes = np.asarray(codes)
-    out = np.broadcast_to(
-        _log(np.asarray(weights, dtype=float)), (codes.shape[0], len(weights))
-    )
-    out = np.array(out)
+    out = np.empty((codes.shape[0], len(weights)))
+    out[:] = _log(np.asarray(weights, dtype=float))
     for n, a in enumerate(factors):
+        log_a = _log(np.asarray(a, dtype=float))
+        # a row of zeros for the missing entries: one gather per variable, no masks
+        padded = np.vstack([log_a, np.zeros((1, log_a.shape[1]))])
         col = codes[:, n]
-        obs = col >= 0
-        out[obs] += _log(np.asarray(a, dtype=float))[col[obs]]
+        out += padded[np.where(col >= 0, col, log_a.shape[0])]
     return out
 
 

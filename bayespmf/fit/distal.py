@@ -625,7 +625,9 @@ def _structural(
     n_cls = weights.size
     log_x = class_log_joint(codes, np.ones(n_cls), factors)  # log Pr(x_i | t)
     lj = log_x + np.log(np.maximum(weights, 1e-300))
-    post = np.exp(lj - logsumexp(lj, axis=1, keepdims=True))
+    top = lj.max(axis=1, keepdims=True)
+    post = np.exp(lj - np.where(np.isfinite(top), top, 0.0))  # softmax, log-space shift
+    post /= np.maximum(post.sum(axis=1, keepdims=True), np.finfo(float).tiny)
     modal, dmat = classification_error(post)
     keep = np.ones(codes.shape[0], bool)
     for comp in components:

@@ -13,7 +13,7 @@ from pymc.model.transform.conditioning import remove_value_transforms
 from scipy.special import softmax
 from scipy.stats import bernoulli, norm, poisson
 
-from bayespmf.models import latent_class_model, sample
+from bayespmf.models import align_labels, latent_class_model, sample
 
 X = np.array([[0, 1, 2], [1, 0, -1], [1, 1, 0], [0, -1, 1], [1, 1, 2], [0, 0, 0]])
 Z = np.array([[0.5], [-1.0], [0.2], [1.0], [0.0], [-0.4]])
@@ -145,7 +145,55 @@ def test_refusals():
     with pytest.raises(ValueError, match="'family' parameter"):
         latent_class_model(X, 2, outcome=OUTCOMES["gaussian"], outcome_family="normal")
     model = latent_class_model(X, 2, outcome=OUTCOMES["gaussian"])
-    with pytest.raises(
-        ValueError, match="does not sample latent-class models with a distal"
-    ):
+    with pytest.raises(ValueError, match="does not run the Gibbs step on latent-class"):
         sample(model, method="gibbs")
+
+
+def _class_order_agrees(post):
+    """Share of draws where the class with the larger Pr(x0 = 1) has the larger mean."""
+    a1 = post["A_x0"].transpose("chain", "draw", "class", ...).values[..., 1]
+    return np.mean(np.argmax(a1, -1) == np.argmax(post["outcome_mean"].values, -1))
+
+
+@pytest.mark.slow  # compiling and sampling two chains: about 15-40 s
+def test_sample_front_door_aligns_the_outcome_with_the_classes():
+    rng = np.random.default_rng(0)
+    n = 300
+    h = rng.integers(0, 2, n)
+    x = (rng.random((n, 5)) < np.array([0.15, 0.85])[h][:, None]).astype(int)
+    y = rng.normal(np.array([-1.0, 1.0])[h], 0.5)
+    idata = sample(
+        latent_class_model(x, 2, outcome=y),
+        draws=150,
+        tune=150,
+        chains=2,
+        random_seed=1,
+        progressbar=False,
+    )
+    post = idata.posterior
+    # class 1 of the truth has Pr(x = 1) = 0.85 and mean +1
+    assert _class_order_agrees(post) > 0.99
+    means = post["outcome_mean"].mean(("chain", "draw")).values
+    np.testing.assert_allclose(np.sort(means), [-1.0, 1.0], atol=0.2)
+    assert {"x", "y"} <= set(idata.log_likelihood.data_vars)
+    # the classes of chain 1 relabeled by hand, every class-dimensioned variable with
+    # them: alignment puts the outcome's parameters back with the factors
+    flipped = post.copy()
+    for name in post.data_vars:
+        if "class" in post[name].dims:
+            v = post[name].values.copy()
+            axis = post[name].dims.index("class")
+            v[1] = np.flip(v[1], axis=axis - 1)
+            flipped[name] = post[name].copy(data=v)
+    reference = (
+        post["weights"].values[0].mean(0),
+        [post[f"A_x{n}"].values[0].mean(0).T for n in range(5)],  # (category, class)
+    )
+    idata.posterior = flipped
+    realigned = align_labels(idata, reference)
+    assert _class_order_agrees(realigned.posterior) > 0.99
+    np.testing.assert_allclose(
+        realigned.posterior["outcome_mean"].values[1].mean(0),
+        realigned.posterior["outcome_mean"].values[0].mean(0),
+        atol=0.2,
+    )

@@ -134,15 +134,15 @@ def sample_family(
 
     """
     random_seed = check_random_seed(random_seed, owner)
-    if isinstance(model, pm.Model) and {OUTCOME_DATA_NAME, OUTCOME_NAME} <= set(
-        model.named_vars
+    if (
+        method == "gibbs"
+        and isinstance(model, pm.Model)
+        and {OUTCOME_DATA_NAME, OUTCOME_NAME} <= set(model.named_vars)
     ):
         raise DataValidationError(
-            f"{owner} does not sample latent-class models with a distal outcome "
-            f"(latent_class_model(..., outcome=y)) yet: method={method!r} would update "
-            "or align the classes without the outcome's parameters (the Gibbs step has "
-            "no outcome update, and label alignment would leave them unpermuted). "
-            "Sample it with pm.sample (NUTS) or pm.fit (ADVI) under 'with model:'."
+            f"{owner} does not run the Gibbs step on latent-class models with a distal "
+            "outcome (latent_class_model(..., outcome=y)) yet: it has no update for the "
+            "outcome's parameters. Use method='nuts' (the default) or method='advi'."
         )
     if method not in family.methods:
         note = (

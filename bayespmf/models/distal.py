@@ -170,8 +170,11 @@ def latent_class_outcome_model(
 
     Notes
     -----
-    The Gibbs sampler (``bayespmf.models.sample(method="gibbs")``) does not cover
-    the outcome and refuses such a model; sample it with NUTS or ADVI.
+    :func:`bayespmf.models.sample` runs NUTS (the default) or ADVI on it and aligns
+    the labels of every class-dimensioned variable, the outcome's parameters with the
+    weights and factors; the ``log_likelihood`` group holds ``x`` per row and ``y``
+    per row with an observed outcome. The Gibbs step (``method="gibbs"``) has no
+    update for the outcome's parameters and refuses such a model.
 
     Examples
     --------

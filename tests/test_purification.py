@@ -378,29 +378,19 @@ def test_errors(noiseless):
         make_purification_data(10, 2, 4)
 
 
-def test_n_iter_is_a_deprecated_alias_of_max_iter(noiseless):
+def test_max_iter_runs_that_many_iterations(noiseless):
     Y, truth = noiseless
     Y = Y[:2000]
     kw = dict(eta=0.3, alpha=0.2, batch_size=500, guard=False, random_state=0)
-    new = PurificationNMF(8, max_iter=3, **kw).fit(Y, init=truth.init)
-    with pytest.warns(
-        FutureWarning,
-        match=r"'n_iter' parameter of PurificationNMF.*"
-        r"max_iter=3",
-    ) as record:
-        old = PurificationNMF(8, n_iter=3, **kw).fit(Y, init=truth.init)
-    assert record[0].filename == __file__  # points at the caller's line
-    assert old.n_iter_ == new.n_iter_ == 3
-    assert np.array_equal(old.components_, new.components_)
+    est = PurificationNMF(8, max_iter=3, **kw).fit(Y, init=truth.init)
+    assert est.n_iter_ == 3
     a, _ = purification(Y, truth.init, max_iter=3, **kw)
-    with pytest.warns(FutureWarning, match=r"'n_iter' parameter of purification"):
-        b, _ = purification(Y, truth.init, n_iter=3, **kw)
-    assert np.array_equal(a, b) and np.array_equal(a, new.components_)
+    assert np.array_equal(a, est.components_)
     with warnings.catch_warnings():  # the default (max_iter=None) is T = 100, no warning
         warnings.simplefilter("error")
         assert PurificationNMF(8, **kw).fit(Y, init=truth.init).n_iter_ == 100
-    with pytest.raises(ValueError, match=r"both 'max_iter'.*Pass max_iter only"):
-        PurificationNMF(8, max_iter=3, n_iter=4).fit(Y, init=truth.init)
+    with pytest.raises(TypeError, match="n_iter"):  # the pre-release name is gone
+        purification(Y, truth.init, n_iter=3, **kw)
     with pytest.raises(ValueError, match="'max_iter' parameter of purification"):
         purification(Y, truth.init, max_iter=0)
 

@@ -1,10 +1,9 @@
-"""The PyMC-facing start builders take ``random_seed``; ``random_state`` is deprecated."""
+"""The PyMC-facing start builders take ``random_seed`` (PyMC's name), and only it."""
 
 import numpy as np
 import pytest
 
 from bayespmf import CategoricalData
-from bayespmf._validation import DataValidationError
 from bayespmf.models import initvals_from_params, latent_class_model
 
 
@@ -23,11 +22,7 @@ def test_random_seed_reproduces_and_varies():
     assert not np.allclose(a[1]["A_a"], c[1]["A_a"])
 
 
-def test_random_state_is_a_deprecated_alias():
+def test_random_state_is_not_taken():
     model, point = _model()
-    new = initvals_from_params(model, point, chains=2, random_seed=3)
-    with pytest.warns(FutureWarning, match="renamed 'random_seed'"):
-        old = initvals_from_params(model, point, chains=2, random_state=3)
-    np.testing.assert_array_equal(new[0]["weights"], old[0]["weights"])
-    with pytest.raises(DataValidationError, match="Pass random_seed only"):
-        initvals_from_params(model, point, random_seed=1, random_state=1)
+    with pytest.raises(TypeError, match="random_state"):
+        initvals_from_params(model, point, chains=2, random_state=3)

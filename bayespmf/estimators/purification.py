@@ -48,9 +48,6 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
         Seeds the batches and the guard's split of the rows (the random parts).
     progressbar : bool, default False
         Show a progress bar over the iterations.
-    n_iter : int, optional
-        Deprecated name of ``max_iter``: accepted with a ``FutureWarning`` (raised by
-        :meth:`fit`) for one release; giving both is an error.
 
     Attributes
     ----------
@@ -111,7 +108,6 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
         guard: bool = True,
         random_state=None,
         progressbar: bool = False,
-        n_iter="deprecated",
     ) -> None:
         self.n_components = n_components
         self.max_iter = max_iter
@@ -124,7 +120,6 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
         self.guard = guard
         self.random_state = random_state
         self.progressbar = progressbar
-        self.n_iter = n_iter
 
     def fit(self, Y, y=None, *, init=None) -> PurificationNMF:
         """Learn the features from data points ``Y`` (n_samples, n_features).
@@ -147,8 +142,8 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            A hyper-parameter outside its range, ``max_iter`` together with the
-            deprecated ``n_iter``, or a ``y`` that is not one entry per row.
+            A hyper-parameter outside its range, or a ``y`` that is not one entry per
+            row.
         DataValidationError
             Malformed ``Y`` or ``init``, ``n_components`` above the number of
             features or rows.
@@ -157,8 +152,6 @@ class PurificationNMF(TransformerMixin, BaseEstimator):
         -----
         PurificationWarning
             With ``guard``, when the result may be worse than the warm start.
-        FutureWarning
-            ``n_iter`` is set (use ``max_iter``).
         """
         owner = "PurificationNMF"
         check_ignored_y(

@@ -78,25 +78,6 @@ def _all_iterations(trace, info, tol) -> bool:
     return False
 
 
-def _resolve_max_iter(max_iter, n_iter, owner: str) -> int:
-    """``max_iter``, or the deprecated ``n_iter`` (with a FutureWarning naming the fix)."""
-    if isinstance(n_iter, str) and n_iter == "deprecated":
-        value = DEFAULT_MAX_ITER if max_iter is None else max_iter
-        return check_int(value, "max_iter", owner=owner, low=1)
-    if max_iter is not None:
-        raise ValueError(
-            f"{owner} got both 'max_iter' ({max_iter!r}) and 'n_iter' ({n_iter!r}); "
-            "'n_iter' is the deprecated name of 'max_iter'. Pass max_iter only."
-        )
-    warnings.warn(
-        f"The 'n_iter' parameter of {owner} is deprecated: it was renamed 'max_iter' "
-        f"and will be removed in the next release. Pass max_iter={n_iter!r} instead.",
-        FutureWarning,
-        skip_file_prefixes=(_PACKAGE_DIR,),
-    )
-    return check_int(n_iter, "n_iter", owner=owner, low=1)
-
-
 def noise_allowance(components) -> tuple[float, float]:
     r"""The largest noise levels :math:`C_\nu` Theorems 1 and 2 allow, with G = c = 1.
 
@@ -174,7 +155,6 @@ def purification(
     guard: bool = True,
     random_state=None,
     progressbar: bool = False,
-    n_iter="deprecated",
     owner: str = "purification",
 ) -> tuple[np.ndarray, dict]:
     r"""Feature matrix of :math:`Y \approx A X` by the purification algorithm (Alg. 1).
@@ -216,9 +196,6 @@ def purification(
     random_state : None, int or numpy.random.Generator
         Seeds the batches and the guard's split of the rows.
     progressbar : bool, default False
-    n_iter : int, optional
-        Deprecated name of ``max_iter``, accepted with a ``FutureWarning`` for one
-        release; giving both is an error.
     owner : str, default "purification"
         Who is calling, for the messages (``PurificationNMF`` passes its name).
 
@@ -242,15 +219,13 @@ def purification(
     DataValidationError
         Malformed ``y`` or ``init``, mismatched shapes, dependent columns.
     ValueError
-        A parameter outside its range, or both ``max_iter`` and ``n_iter``.
+        A parameter outside its range.
 
     Warns
     -----
     PurificationWarning
         With ``guard``, when a check of the Notes fails (at most one warning, listing
         every failed check with its numbers).
-    FutureWarning
-        ``n_iter`` given (use ``max_iter``).
 
     Notes
     -----
@@ -328,7 +303,9 @@ def purification(
     >>> round(err(truth.init), 3), round(err(a), 3), info["reasons"]
     (0.063, 0.023, [])
     """
-    max_iter = _resolve_max_iter(max_iter, n_iter, owner)
+    max_iter = check_int(
+        DEFAULT_MAX_ITER if max_iter is None else max_iter, "max_iter", owner=owner, low=1
+    )
     y = check_matrix(y, "y", owner)
     init = check_matrix(init, "init", owner)
     if init.shape[0] != y.shape[1]:

@@ -120,7 +120,6 @@ def initvals_from_params(
     chains: int = 1,
     jitter: float = INIT_JITTER,
     random_seed=None,
-    random_state="deprecated",
 ) -> list[dict]:
     """Starting points (one dict per chain, constrained values) from a point estimate.
 
@@ -139,7 +138,7 @@ def initvals_from_params(
     """
     data, rank = model_data(model)
     params = params_of(init, data, rank)
-    rng = start_rng(random_seed, random_state, "initvals_from_params")
+    rng = start_rng(random_seed)
     chains = check_int(chains, "chains", low=1)
     out = []
     for _ in range(chains):

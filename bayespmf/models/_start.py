@@ -8,11 +8,9 @@ latent-class model, the latent-class regression and the simplex nest (their
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from bayespmf._validation import DataValidationError, check_random_state
+from bayespmf._validation import check_random_state
 
 __all__ = ["INIT_CLIP", "INIT_JITTER", "clip_simplex", "jitter_simplex", "start_rng"]
 
@@ -48,29 +46,13 @@ def jitter_simplex(x, axis, jitter: float, rng) -> np.ndarray:
     return clip_simplex(clip_simplex(x, axis) * np.exp(jitter * z), axis)
 
 
-def start_rng(random_seed, random_state, owner: str) -> np.random.Generator:
+def start_rng(random_seed) -> np.random.Generator:
     """The generator of a PyMC-facing start builder, from ``random_seed``.
-
-    ``random_state`` is the old name (deprecated; accepted with a ``FutureWarning`` for
-    one release, since the PyMC-facing functions take PyMC's ``random_seed``).
 
     Examples
     --------
-    >>> a = start_rng(0, "deprecated", "f").integers(10**6)
-    >>> bool(a == start_rng(0, "deprecated", "f").integers(10**6))
+    >>> a = start_rng(0).integers(10**6)
+    >>> bool(a == start_rng(0).integers(10**6))
     True
     """
-    if not (isinstance(random_state, str) and random_state == "deprecated"):
-        if random_seed is not None:
-            raise DataValidationError(
-                f"{owner} got both 'random_seed' and its deprecated name 'random_state'. "
-                "Pass random_seed only."
-            )
-        warnings.warn(
-            f"The 'random_state' parameter of {owner} is deprecated: it was renamed "
-            "'random_seed' (PyMC's name, as in sample()). Pass random_seed instead.",
-            FutureWarning,
-            stacklevel=3,
-        )
-        random_seed = random_state
     return check_random_state(random_seed)

@@ -369,7 +369,6 @@ def regression_initvals(
     chains: int = 1,
     jitter: float = INIT_JITTER,
     random_seed=None,
-    random_state="deprecated",
 ) -> list[dict]:
     """Starting points (one dict per chain, constrained values) from a point estimate.
 
@@ -386,7 +385,7 @@ def regression_initvals(
     chains : int, default 1
     jitter : float, default INIT_JITTER
     random_seed : None, int or numpy.random.Generator
-        Seeds the jitter (PyMC's name; ``random_state`` is its deprecated alias).
+        Seeds the jitter (PyMC's name, as in ``sample``).
 
     Returns
     -------
@@ -405,7 +404,7 @@ def regression_initvals(
     coef, factors = _point_of(init, design.shape[1], n_cat, rank)
     chains = check_int(chains, "chains", owner="regression_initvals", low=1)
     jitter = check_float(jitter, "jitter", low=0.0)
-    rng = start_rng(random_seed, random_state, "regression_initvals")
+    rng = start_rng(random_seed)
     out = []
     for _ in range(chains):
         start = {COEF_NAME: coef[:, 1:] + jitter * rng.standard_normal(coef[:, 1:].shape)}

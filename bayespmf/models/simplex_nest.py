@@ -326,7 +326,6 @@ def initvals_from_vlad(
     chains: int = 1,
     jitter: float = INIT_JITTER,
     random_seed=None,
-    random_state="deprecated",
 ) -> list[dict]:
     """Starting points (one dict per chain, constrained values) from a point estimate.
 
@@ -342,8 +341,7 @@ def initvals_from_vlad(
         Per-chain jitter: multiplicative (log scale) for simplex and positive values,
         in units of the feature's data sd for Gaussian vertices.
     random_seed : None, int or Generator
-        Seeds the jitter and the default VLAD fit (``random_state`` is its deprecated
-        alias).
+        Seeds the jitter and the default VLAD fit.
 
     Returns
     -------
@@ -360,7 +358,7 @@ def initvals_from_vlad(
     (2, (2, 3), (30, 2))
     """
     info = _model_info(model)
-    rng = start_rng(random_seed, random_state, "initvals_from_vlad")
+    rng = start_rng(random_seed)
     chains = check_int(chains, "chains", owner="initvals_from_vlad", low=1)
     seed = int(rng.integers(2**31 - 1))
     point = _point_of(init, info, seed)

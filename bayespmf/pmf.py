@@ -254,15 +254,28 @@ def posterior_classes(data, weights, factors) -> np.ndarray:
     array([[0.818, 0.182]])
     """
     codes, _ = as_codes(data, [np.shape(a)[0] for a in factors], allow_empty_columns=True)
-    lj = class_log_joint(codes, weights, factors)
-    norm = logsumexp(lj, axis=1, keepdims=True)
-    impossible = np.isneginf(norm[:, 0])
+    return posterior_from_log_joint(class_log_joint(codes, weights, factors), weights)
+
+
+def posterior_from_log_joint(log_joint, weights) -> np.ndarray:
+    """Normalize :func:`class_log_joint` rows into posterior class probabilities, (S, F).
+
+    A row whose observed entries have probability 0 under every class has an undefined
+    posterior (0/0); it gets the prior ``weights`` rather than NaN.
+
+    Examples
+    --------
+    >>> lj = np.array([[np.log(0.45), np.log(0.1)], [-np.inf, -np.inf]])
+    >>> posterior_from_log_joint(lj, [0.5, 0.5]).round(3)
+    array([[0.818, 0.182],
+           [0.5  , 0.5  ]])
+    """
+    lj = np.array(log_joint, dtype=float)
+    impossible = np.isneginf(lj.max(axis=1))
     if impossible.any():
-        # The row's observed entries have probability 0 under every class, so the
-        # posterior is undefined (0/0); fall back to the prior rather than NaN.
         lj[impossible] = _log(np.asarray(weights, dtype=float))
-        norm[impossible] = logsumexp(lj[impossible], axis=1, keepdims=True)
-    return np.exp(lj - norm)
+    post = np.exp(lj - lj.max(axis=1, keepdims=True))  # a finite max in every row now
+    return post / post.sum(axis=1, keepdims=True)
 
 
 def conditional_pmf(data, weights, factors, target: int) -> np.ndarray:

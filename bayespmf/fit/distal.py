@@ -68,7 +68,7 @@ from bayespmf.kernels.distal import (
     structural_em_step,
     total_score,
 )
-from bayespmf.pmf import class_log_joint
+from bayespmf.pmf import class_log_joint, posterior_from_log_joint
 
 __all__ = [
     "CORRECTIONS",
@@ -624,10 +624,7 @@ def _structural(
     """
     n_cls = weights.size
     log_x = class_log_joint(codes, np.ones(n_cls), factors)  # log Pr(x_i | t)
-    lj = log_x + np.log(np.maximum(weights, 1e-300))
-    top = lj.max(axis=1, keepdims=True)
-    post = np.exp(lj - np.where(np.isfinite(top), top, 0.0))  # softmax, log-space shift
-    post /= np.maximum(post.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+    post = posterior_from_log_joint(log_x + np.log(np.maximum(weights, 1e-300)), weights)
     modal, dmat = classification_error(post)
     keep = np.ones(codes.shape[0], bool)
     for comp in components:

@@ -6,7 +6,7 @@ still there for those who ask for it. The C backend's matrix products (``Dot22``
 ``Gemv``, ``Ger``) call a Fortran BLAS, and a pip-installed PyTensor looks for
 ``libblas``, ``libopenblas`` or MKL in the compiler's library directories; on a machine
 without a system BLAS it finds none, warns ("could not link to a BLAS installation")
-and runs those products in Python. The numba backend never reads these flags (measured
+and runs those products in Python. The numba backend never reads these flags (checked
 with PyTensor 3.3: compiling and running PyMC's logp/dlogp and a ``dot`` in the
 default mode leaves ``blas__ldflags`` unread), so nothing here matters to bayespmf's
 defaults.
@@ -20,7 +20,7 @@ the wheel is installed, :func:`configure` points PyTensor at it; a user's own
 ``blas__ldflags`` (``PYTENSOR_FLAGS``, ``.pytensorrc`` or ``pytensor.config`` before
 this import) always wins, and without the wheel nothing changes.
 
-Nothing here imports PyMC or ArviZ: both stay lazy (importing them costs about 2 s).
+Nothing here imports PyMC or ArviZ: both stay lazy (importing them is slow).
 
 :func:`n_cpus` is the one count of the CPUs this process may use, read by every
 parallel default (sampler cores, task runs).
@@ -111,7 +111,7 @@ def configure_pytensor_blas() -> bool:
     try:
         param = type(config).__dict__["blas__ldflags"]
         # is_default is False for a value from PYTENSOR_FLAGS or .pytensorrc; ``val``
-        # exists once the value was set in code or PyTensor ran its own (slow, 0.5 s)
+        # exists once the value was set in code or PyTensor ran its own (slow)
         # detection, after which changing it would mix two BLAS setups in one process.
         user_or_used = not param.is_default or "val" in vars(param)
     except (KeyError, AttributeError):

@@ -26,7 +26,8 @@ from bayespmf.apps.baselines import (
 #: Hyperparameter grid of the biased-MF baseline, searched on the validation part.
 BMF_GRID = {"rank": [2, 5, 10], "reg": [1.0, 3.0, 10.0, 30.0]}
 
-#: ALS sweeps of the biased-MF baseline (the validation RMSE is flat after ~15 here).
+#: ALS sweeps of the biased-MF baseline (the validation RMSE was flat well before,
+#: :ref:`bench-apps`).
 BMF_EPOCHS = 30
 
 

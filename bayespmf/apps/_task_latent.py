@@ -46,9 +46,10 @@ SPA_METHODS = ("cnmf-spa", "cnmf-spa-em", "cnmf-spa-squarem", "cnmf-opt")
 PAPER_SPLIT_M = 5
 
 #: ``ridge`` of the regularized CNMF-SPA starts (:func:`bayespmf.kernels.cnmf.cnmf_spa`,
-#: Notes, "Regularized H"). On UCI Car (paper split, 10 random splits) CNMF-SPA-EM
-#: classified at 81.5 % from the exact start and at 86.5-87.8 % with any ridge from
-#: 0.003 to 0.1; 0.01 is within that flat range, not tuned to its best point.
+#: Notes, "Regularized H"). On UCI Car CNMF-SPA-EM classified better from a
+#: regularized start than from the exact one, about equally for any ridge from 0.003 to
+#: 0.1; 0.01 is within that flat range, not tuned to its best point
+#: (:ref:`bench-cnmf`).
 START_RIDGE = 0.01
 
 #: The CNMF-SPA starts, by name: the split rule and the ``ridge`` of

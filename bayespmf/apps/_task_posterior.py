@@ -24,7 +24,8 @@ from bayespmf.apps._task_latent import params_proba
 from bayespmf.fit.latent_class import max_identifiable_rank
 from bayespmf.pmf import LatentClassParams, split_factors
 
-#: Posterior-predictive defaults: small, so a trial takes about a minute on 2 cores.
+#: Posterior-predictive defaults: small, so that a trial stays short
+#: (:ref:`bench-apps`).
 #: ``ranks``, ``combine``, ``factor_prior``, ``weights_prior`` and ``label`` are
 #: explained in :func:`bayespmf.apps.tasks.classify` (``posterior``) and
 #: :data:`POSTERIOR_COMBINE`.

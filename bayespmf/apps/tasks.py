@@ -478,11 +478,8 @@ def classify(
         :func:`bayespmf.models.latent_class_model`, 1.0 = uniform); ``label`` (added
         to the row names). A list of dicts adds the rows of every configuration. The
         rows are named ``"<method>-posterior[ <label>][ (<combine>)]"``; a mixture's
-        per-trial record carries its ``rank_weights``. On Votes and the three
-        MovieLens subsets (``benchmarks/applications.py``, 3 splits) the best row was
-        ``{"factor_prior": 0.25, "ranks": [2, 3, 5, 8], "combine": "val-stacking"}``
-        (four NUTS runs per split); the default uniform prior at the chosen rank
-        alone did worse than the point estimates on Votes and Animation.
+        per-trial record carries its ``rank_weights``. The configurations that did
+        best in ``benchmarks/applications.py`` are in :ref:`bench-apps`.
     progressbar : bool, default False
 
     Returns

@@ -32,7 +32,7 @@ __all__ = [
 
 #: Rows per chunk when a chunk size is not given: 2**18 rows of 15 int64 codes are
 #: 30 MiB, inside Dask's advice of 10-100 MiB per chunk, and one E-step pass over a
-#: chunk (~30 ms here) is long next to the scheduler's per-task overhead (~1 ms).
+#: chunk is long next to the scheduler's per-task overhead (:ref:`bench-dask-fit`).
 DEFAULT_CHUNK_ROWS = 2**18
 
 #: Fan-in of the tree reductions: 8 partial results (each at most (sum I)^2 int64 or

@@ -378,9 +378,9 @@ def fit_latent_class(
     method : str, default "cnmf-spa-em"
         One of :data:`bayespmf.estimators.latent_class.METHODS`. The default is not
         the in-memory ``"auto"`` (many starts): it runs here too, but every EM
-        iteration of every start is a pass over the chunks, which on 3000 rows in 3
-        chunks (rank 3, synchronous scheduler) took 430 s against 10 s in memory;
-        ``"cnmf-spa-em"`` took 1.1 s (one CNMF-SPA start, then EM).
+        iteration of every start is a pass over the chunks, which makes it far slower
+        than in memory; ``"cnmf-spa-em"`` runs one CNMF-SPA start, then EM
+        (:ref:`bench-dask-fit`).
     max_iter, tol, random_state, progressbar
         As for ``LatentClassPMF``.
     client, split_every, persist

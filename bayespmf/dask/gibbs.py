@@ -311,15 +311,11 @@ def sample_gibbs(
 
     Notes
     -----
-    A sweep costs one Dask graph (about 10-20 ms of scheduling) plus one pass over the
+    A sweep costs one Dask graph (its scheduling) plus one pass over the
     chunks, so data that fit in memory are sampled faster by
-    ``bayespmf.models.sample(..., method="gibbs")``. Measured with
-    ``benchmarks/_scale_dask.py`` (N = 20 variables of 5 categories, rank 5, 80 %
-    observed, chunks of 2**18 rows generated per task, 2 chains; 2 cores shared with
-    other work, load 6-13): 1e6 rows 2.3-6.4 s per sweep with ``persist=False`` and
-    0.74 s with ``persist=True`` (the same draws); 1e7 rows 60 s per sweep with
-    ``persist=False`` (load 13), peak resident memory 669 MB against 697 MB at 1e6 (303
-    MB after the imports): flat in the rows.
+    ``bayespmf.models.sample(..., method="gibbs")``. ``persist=True`` makes the sweeps
+    several times faster where the chunks fit in the cluster's memory (the same draws);
+    the peak memory is flat in the rows (:ref:`bench-dask-gibbs`).
 
     Raises
     ------

@@ -68,9 +68,8 @@ __all__ = [
 ]
 
 #: A k-means cell with fewer than ``SMALL_CELL_FRACTION * n / K`` rows makes VLAD warn
-#: (:class:`DegenerateVertexWarning`): its vertex rests on a handful of rows. On the
-#: Wikipedia corpus (3512 documents, multinomial kernel) K = 10 gave cells of 1, 8, 10
-#: and 18 documents, vector-alpha entries down to 1e-4 and topics with 1 nonzero word.
+#: (:class:`DegenerateVertexWarning`): its vertex rests on a handful of rows, as on
+#: the shipped Wikipedia corpus at K = 10 (:ref:`bench-vlad-asymmetric`).
 SMALL_CELL_FRACTION = 0.1
 
 
@@ -304,7 +303,7 @@ class VLAD(_CentroidNestEstimator):
         spread (:func:`bayespmf.kernels.vlad.calibrate_alpha`; with a known ``alpha``
         only :math:`\hat\rho` is estimated). ``"simex"`` extrapolates the moment target
         to zero noise (:func:`bayespmf.kernels.vlad.simex_phi_star`; alpha only). See
-        Notes for the measured errors.
+        Notes, and :ref:`bench-vlad-alpha` for the measured errors.
     random_state : None, int or numpy.random.Generator
         Seeds k-means (and ARPACK's start vector for ``D > 1000``).
 
@@ -380,35 +379,27 @@ class VLAD(_CentroidNestEstimator):
     :math:`\varphi^* = \langle M, \tilde\Sigma\rangle / \|M\|^2` is biased low
     because the empirical k-means centroids spread beyond the CVT centroids, for two
     reasons that Lemma 3 does not touch: noise moves points across cells, and k-means
-    overfits a finite sample. Measured on K = 10, D = 500, alpha = 2 nests (Gaussian
-    sigma = 1, 5 seeds): k-means on the noise-free projected signal gives alpha-hat
-    1.52 +- 0.12 at n = 1000 and 1.98 at n = 20,000; with the noise, Alg. 1 gives
-    1.27 +- 0.16 and 1.62; SIMEX (the previous default) corrects only the noise, with
-    a quadratic extrapolation whose variance is large at small n (1.50 +- 0.41 at
-    n = 1000). And the extension :math:`\gamma(\alpha)` assumes centroids at the
+    overfits a finite sample: even without noise the plain estimate is low at
+    n = 1000 and the noise lowers it further; SIMEX (the previous default) corrects
+    only the noise, with a quadratic extrapolation whose variance is large at small n.
+    And the extension :math:`\gamma(\alpha)` assumes centroids at the
     population CVT, so even the true alpha over-extends inflated centroids. The
     default ``noise_bias="bootstrap"`` therefore calibrates both by simulation at the
     data's own n and noise level: alpha is the value whose simulated moment target
     matches the data's, and the centroids are extended by
     :math:`\gamma(\hat\alpha)/\hat\rho`, :math:`\hat\rho` their simulated spread
-    (1.01-1.1). Its variance is controlled by common random numbers and a fixed
+    (slightly above 1). Its variance is controlled by common random numbers and a fixed
     number of simulated points per evaluation; ``alpha_interval_`` says how well the
-    data pin alpha down. ``python benchmarks/dsn_figures.py --small-n`` (seeds 0-2,
-    minimum-matching distance and alpha-hat, default / previous default / Alg. 1 /
-    the authors' code as re-implemented there): n = 1000 Gaussian 16.2, 1.99 +- 0.35 /
-    18.9, 1.36 / 18.5, 1.32 / 16.6, 1.93; Poisson 55.8, 1.76 +- 0.46 / 60.4, 1.47 /
-    67.2, 1.18 / 70.8, 2.63; n = 5000 Gaussian 6.95, 2.09 / 6.87, 1.91 / 8.95, 1.60 /
-    7.63, 2.34; Poisson 26.5, 2.20 / 32.5, 2.00 / 34.9, 1.57 / 100.9, 4.25; Poisson
-    K = 4, D = 40, n = 6000, alpha = 1: 2.72, 0.98 +- 0.11 / 3.42, 0.88 / 7.27, 0.29 /
-    29.1, 5.33. The cost is 3-4 evaluations of 4-8 k-means runs in ``K - 1``
-    dimensions, warm started (about 1 s at n = 20,000 here).
+    data pin alpha down. On the small-n nests of ``python benchmarks/dsn_figures.py
+    --small-n`` it gives the smallest vertex error or close to it, with alpha-hat
+    close to the truth (:ref:`bench-vlad-alpha`). The cost is a few evaluations of a
+    few k-means runs in ``K - 1`` dimensions, warm started.
 
     **Asymmetric Dirichlet** (Supplement C, the "triangle test"). Lemma 2 and the
     extension :math:`\gamma(\alpha)` assume a symmetric Dirichlet; with
     :math:`\theta \sim \mathrm{Dir}(\alpha_1, \dots, \alpha_K)` the centroids leave
-    the rays to the vertices and the calibration of alpha diverges (n = 5000,
-    alpha = (0.5, 1.5, 2.5), sigma = 0.1, seed 0: alpha-hat 92, vertices at
-    minimum-matching distance 42.6). Whitened k-means is k-means of :math:`\theta`
+    the rays to the vertices and the calibration of alpha diverges
+    (:ref:`bench-vlad-asymmetric`). Whitened k-means is k-means of :math:`\theta`
     in the metric :math:`S(\alpha)^\dagger` for any alpha, so its centroids are
     :math:`C = V(\alpha) B`, ``V`` the barycentric CVT centroids of
     :math:`\mathrm{Dir}(\alpha)` (:func:`bayespmf.kernels.vlad.dirichlet_cvt`), and
@@ -561,18 +552,12 @@ class GDM(_CentroidNestEstimator):
     of all unfinished restarts, in blocks of rows shared by the threads, instead of
     one thin product per restart. Each restart is still scikit-learn's
     ``KMeans(n_init=1)`` with its seed (the same k-means++ start, labels and centres),
-    and the result does not depend on the number of cores. On the project's 2-core
-    machine, shared (load average 2.0 at the start, 3.4 at the end;
-    ``gdm_times`` of ``benchmarks/dsn_figures.py``, seeds 0 / 1 / 2), against the
+    and the result does not depend on the number of cores. It is faster than the
     reference code's k-means (scikit-learn's ``KMeans(n_init=8)`` with its own OpenMP
-    threads) on the same data in the same run: Gaussian n = 20,000, D = 500: GDM.fit
-    2.5 / 3.7 / 4.9 s, reference 4.5 / 4.6 / 12.8 s (ratio 0.56 / 0.79 / 0.38, mean
-    0.58); multinomial n = 5000, D = 2000: 4.4 / 3.2 / 5.8 s against 12.7 / 5.6 /
-    16.6 s (0.34 / 0.58 / 0.35, mean 0.42). GDM.fit with one scikit-learn run per
-    restart (the restarts in parallel threads, as before) took 4.1 / 6.5 / 8.2 s and
-    8.1 / 7.3 / 11.8 s there, and gave the same vertices (minimum-matching distance
-    0). The reference is slowest when the machine is busy, where every OpenMP join
-    waits for the slowest thread.
+    threads) and than one scikit-learn run per restart, with the same vertices
+    (``gdm_times`` of ``benchmarks/dsn_figures.py``; :ref:`bench-kmeans`). The
+    reference is slowest when the machine is busy, where every OpenMP join waits for
+    the slowest thread.
 
     **scikit-learn conventions**: see :mod:`bayespmf.estimators.simplex`.
 

@@ -57,12 +57,9 @@ __all__ = [
 DEFAULT_N_BOOTSTRAP = 99
 
 #: Random starts of each bootstrap F + 1 fit, besides the F splits of the bootstrap
-#: F-class estimate and the data's F + 1 estimate. Measured by benchmarks/
-#: lca_vs_peers.py ("BLRT starts": 10 draws from the F-class estimate of Votes, F=2+1,
-#: and Car, F=3+1, each fit against a 200-start reference): short of the reference by
-#: (mean, max) log-likelihood units, splits + 20 random starts: Votes (0.014, 0.09),
-#: Car (0.22, 1.9); + 40: Votes (0, 0), Car (0.19, 1.9, one draw); + 80: Votes
-#: (0, 0), Car (0.003, 0.026). Each unit short lowers LR_b by 2 and the p-value with
+#: F-class estimate and the data's F + 1 estimate. Chosen by the "BLRT starts" rows of
+#: benchmarks/lca_vs_peers.py (:ref:`bench-blrt-starts`): fewer starts fell short of a
+#: 200-start reference on Car. Each unit short lowers LR_b by 2 and the p-value with
 #: it (anti-conservative), so the default is the 80 that reached every optimum.
 DEFAULT_N_INIT_BOOTSTRAP = 80
 

@@ -72,16 +72,16 @@ __all__ = [
 #: Iteration cap and tolerance of the covariate EM. The tolerance is tighter than the
 #: 1e-8 of ``method="auto"``: the EM starts at the covariate-free optimum, so its
 #: iterations are few and cheap next to that multi-start fit, and at 1e-8 beta was still
-#: 3e-4 from its limit on the StepMix comparison (benchmarks/lca_covariates.py; 36
-#: iterations at 1e-8, 54 at 1e-10, S = 2000).
+#: visibly short of its limit on the StepMix comparison (benchmarks/lca_covariates.py;
+#: :ref:`bench-covariates`).
 DEFAULT_MAX_ITER = 2000
 DEFAULT_TOL = 1e-10
 
 #: The EM loop stops only once no factor entry grows by more than this log-factor per
 #: step (besides the Aitken rule of :mod:`bayespmf.fit.loop`): an entry leaving the
 #: boundary grows geometrically from ~1e-10 while the log-likelihood barely moves, then
-#: gains; on the StepMix comparison (seed 1) the Aitken rule alone stopped 0.03
-#: log-likelihood units short, with one entry growing by 4.6 % per step.
+#: gains; on the StepMix comparison the Aitken rule alone stopped short while one entry
+#: was still growing (:ref:`bench-covariates`).
 MAX_LOG_GROWTH = 1e-3
 
 #: A class whose linear predictor ``|z beta_f|`` (against the reference class) exceeds

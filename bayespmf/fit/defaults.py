@@ -17,10 +17,9 @@ DEFAULT_MAX_ITER = {"em": 1000, "squarem": 1000, "auto": 2000, "cnmf-opt": 3000}
 DEFAULT_TOL = {"em": 1e-7, "squarem": 1e-7, "auto": 1e-8, "cnmf-opt": 1e-7}
 
 #: Starts of ``method="auto"`` (CNMF-SPA plus random ones), chosen by measurement
-#: (benchmarks/mle_reliability.py, seed 0): with 100 starts the default missed the best
-#: known optimum of UCI Car (rank 4) by 11.2 and of Nursery (rank 5, 3000 rows) by 6.7
-#: log-likelihood units; with 300 (30 refined) it reached both, and refining all 100
-#: of 100 did not (the starts, not the pruning, were short).
+#: (benchmarks/mle_reliability.py; :ref:`bench-n-init`): with 100 starts the default
+#: missed the best known optimum of UCI Car and Nursery; with 300 it reached both, and
+#: refining all 100 of 100 did not (the starts, not the pruning, were short).
 DEFAULT_N_INIT = 300
 
 MAX_ROUNDS = 4

@@ -2,8 +2,9 @@
 
 :func:`fit_em` builds the EM map of a data set once (:func:`bayespmf.kernels.em.
 build_em_kernel`) and runs it, plain or accelerated by SQUAREM-PMF (Chege et al.,
-Tables I-II), under :func:`bayespmf.fit.loop.iterate` and its stopping rule. The Dask
-backend calls :func:`run_em` with its own kernel.
+Tables I-II), under :func:`bayespmf.fit.loop.iterate` and its stopping rule.
+:func:`run_em` runs any kernel so: :func:`bayespmf.fit.fit_latent_class` passes it its
+data source's (``source.em_kernel``), which is how the Dask backend's kernel runs.
 """
 
 from __future__ import annotations

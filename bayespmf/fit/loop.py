@@ -11,8 +11,8 @@ A step reports the objective ``L_k`` (to maximize, e.g. the log-likelihood) of t
 state it was given. Stopping when the *change* ``d_k = L_k - L_{k-1}`` is small is not
 enough: on a likelihood plateau EM moves slowly but steadily, the change per iteration
 is tiny, and yet many more iterations raise ``L`` by far more than the tolerance (seen
-on public latent-class data: relative change 9.5e-9 < 1e-7, then +3 log-likelihood
-units). The loop therefore uses the **Aitken estimate of the gain still to come**
+on public latent-class data, :ref:`bench-stopping-rule`). The loop therefore uses the
+**Aitken estimate of the gain still to come**
 (Böhning et al. 1994; McNicholas et al. 2010): for an iteration converging linearly at
 rate ``r = d_k / d_{k-1}`` the remaining gain is ``d_k r / (1 - r)``, and it stops when
 

@@ -27,17 +27,17 @@ __all__ = [
 
 
 #: Peak bytes of a fit's stages per entry of what each scales with, measured with
-#: tracemalloc (the NumPy arrays of whole fits, F = 2), with a margin of 1.2-3x:
-#: ``"pairwise"`` per entry of the ``(sum I)^2`` pairwise block matrix: CNMF-SPA held
-#: 5.2-11.2 float64 copies of it (the marginals, pair weights, its misfit buffer, the
-#: bootstrap's model, replicate and draw plan; the most for wide binary data), CNMF-OPT
-#: 6.2-6.5; ``"triple"`` per entry of all triple marginals (``sum_{j<k<l} I_j I_k
-#: I_l``): CTD 2.2-2.7 copies; ``"projection"`` per entry of JUROR's pair Gram matrices
-#: and scatter matrix (``sum_{j<k} (I_j I_k)^2 + (sum I)^2``): 7.5-9.8 copies (24 at
-#: N = 12, I = 5, where its fixed costs weigh); ``"explore"`` per entry of the stacked
-#: factors of all starts of ``"auto"`` (``n_init (sum I) F``): 17.2 copies;
-#: ``"rows"`` per code (``S N``): EM and SQUAREM-PMF 34 bytes; ``"factors"`` per factor
-#: entry (``(sum I) F``): SQUAREM-PMF up to 2200 bytes (EM 60).
+#: tracemalloc (the NumPy arrays of whole fits), with a margin on top (the measured
+#: copies are in :ref:`bench-memory`): ``"pairwise"`` per entry of the ``(sum I)^2``
+#: pairwise block matrix (CNMF-SPA holds several float64 copies of it: the marginals,
+#: pair weights, its misfit buffer, the bootstrap's model, replicate and draw plan;
+#: the most for wide binary data; CNMF-OPT fewer); ``"triple"`` per entry of all triple
+#: marginals (``sum_{j<k<l} I_j I_k I_l``; CTD); ``"projection"`` per entry of JUROR's
+#: pair Gram matrices and scatter matrix (``sum_{j<k} (I_j I_k)^2 + (sum I)^2``; more
+#: on small problems, where its fixed costs weigh); ``"explore"`` per entry of the
+#: stacked factors of all starts of ``"auto"`` (``n_init (sum I) F``); ``"rows"`` per
+#: code (``S N``; EM and SQUAREM-PMF); ``"factors"`` per factor entry (``(sum I) F``;
+#: SQUAREM-PMF, far more than EM).
 MEMORY_PER_ENTRY = {
     "pairwise": 128,
     "triple": 48,

@@ -6,7 +6,7 @@ once for a few SQUAREM-PMF cycles (one batched EM map), refines the best to the
 tolerance, and reports the distinct optima (:func:`optima_table`), as poLCA and
 Mplus do; :func:`warn_optima` says when the best log-likelihood was not replicated
 (:class:`LocalOptimumWarning`). Its constants are read at call time, each with the
-measurement that chose it.
+study that chose it (the figures are on the documentation's benchmark pages).
 """
 
 from __future__ import annotations
@@ -68,10 +68,10 @@ OPTIMUM_PARAM_ATOL = 0.05
 
 #: Exploration of ``method="auto"``: every start runs this many SQUAREM-PMF cycles, all
 #: starts at once (one batched EM map), before the best REFINE_SHARE of them (at least
-#: MIN_REFINE) are refined to ``tol``. Measured on UCI Car, Votes and simulated binary
-#: items (30 starts each): after 20 cycles the starts that end at the best optimum
-#: ranked first; after 5-10 cycles some ranked 4th-22nd (Mplus's "STARTS = 20 4"
-#: practice, with the stage lengths chosen by that measurement).
+#: MIN_REFINE) are refined to ``tol``. On UCI Car, Votes and simulated binary items,
+#: after 20 cycles the starts that end at the best optimum ranked first, after fewer
+#: some did not (:ref:`bench-n-init`; Mplus's "STARTS = 20 4" practice, with the stage
+#: lengths chosen by that measurement).
 EXPLORE_CYCLES = 20
 
 REFINE_SHARE = 0.1
@@ -87,19 +87,13 @@ MIN_REFINE = 4
 #: refined ones (``_explore_each``), instead of all starts running until the last is
 #: stationary. The fit records it in ``info["wide_data"]``.
 #:
-#: Why there, measured (S = 200 binary items, F = 2, seed 0; 2 shared cores): the old
-#: spectral start cost 0.34 s at sum I = 400 (1.6e5 entries), 1.4 s at 800 (6.4e5) and
-#: 24 s at 4000 (1.6e7), growing with the entries while EM took 0.01-0.05 s; 2**19 (sum
-#: I >= 725) is where it reaches about a second. The shipped data sets and the
-#: benchmark cases (benchmarks/_lca_suite.py) stay far below: at most 2.25e4 entries
-#: (MovieLens, 30 movies of 5 rating levels; Mushroom 1.4e4), so their fits are
-#: unchanged. The start at 2000 items: 24 s with the bootstrap (8 replicates of 2e6
-#: pairs), 9.1 s by misfit, 5.4 s batched, 1.7 s from 8 candidates; the misfits of
-#: those 8 still differ 1.3-17x (a split without anchor rows shows), so the choice
-#: among them stays. Fit quality, the default with and without the gate at S in
-#: {200, 2000}, N in {500, 2000} binary items, F in {2, 3} (seed 0): the same best
-#: log-likelihood in all 8 cases (to the last digit), 1.5-6x faster (S = 200, N =
-#: 2000: 34 s -> 10 s; S = 2000, N = 2000, F = 3: 313 s -> 57 s).
+#: Why there (:ref:`bench-wide-data`): the old spectral start's cost grows with the
+#: entries while EM's stays small, and 2**19 (sum I >= 725) is where that cost becomes
+#: noticeable. The shipped data sets and the benchmark cases
+#: (benchmarks/_lca_suite.py) stay far below, so their fits are unchanged. The misfits
+#: of the 8 candidates still differ widely (a split without anchor rows shows), so the
+#: choice among them stays. With and without the gate on wide binary data the default
+#: reached the same best log-likelihood, several times faster with it.
 #: Set it to ``math.inf`` for the path without the gate (benchmarks/bench_wide.py).
 WIDE_BLOCK_ENTRIES = 2**19
 
@@ -113,11 +107,11 @@ WIDE_CNMF_SPA = {"selection": "misfit", "n_splits": 0, "batched": True}
 #: starts are refined). With the default ``n_init`` a best value that is not replicated,
 #: or that the last round raised, triggers another round of DEFAULT_N_INIT starts (half
 #: basin hops from the best optima so far), up to MAX_ROUNDS rounds; a best still not
-#: replicated, or still rising, then raises ``LocalOptimumWarning``. Measured on the
-#: suite of benchmarks/mle_reliability.py: the best of one round of 300 starts was
-#: reached by 2-30 of 30 refined starts on 11 cases and by 1 (and below the best known)
-#: on the two MovieLens subsets, whose likelihoods have a distinct optimum for nearly
-#: every start; there each round of hops raised the best by 0.3-16 units.
+#: replicated, or still rising, then raises ``LocalOptimumWarning``. On the suite of
+#: benchmarks/mle_reliability.py the best of one round was replicated on most cases but
+#: reached by one start only (and below the best known) on the two MovieLens subsets,
+#: whose likelihoods have a distinct optimum for nearly every start; there each round
+#: of hops raised the best (:ref:`bench-n-init`).
 MIN_BEST_STARTS = 2
 
 #: Later rounds of :func:`multistart` draw PERTURB_SHARE of their starts as basin hops
@@ -483,12 +477,11 @@ def _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep):
       saddle, whose gains grow again, is the exception the old rule would have let
       climb).
 
-    Measured at seed 0, 300 starts (benchmarks/bench_wide.py): 2000 binary items,
-    S = 200, F = 2: 280 starts were stationary after the 2nd cycle, and the batched
-    maps covered 623 start-cycles instead of 2100 (all starts until the last was
-    stationary); 500 items, S = 2000, F = 3: 66 starts crawled 11,000 units below the
-    30th best, gaining 100-160 a cycle then about 1, and ran all 20 cycles (47 % of the
-    exploration's time) before they could be left out. A NaN change (a start at -inf)
+    On wide binary data (benchmarks/bench_wide.py) most starts are stationary after
+    a couple of cycles, so the batched maps cover a fraction of the start-cycles of
+    running all starts until the last is stationary; starts crawling far below the
+    ``keep``-th best can still run every cycle before they are left out
+    (:ref:`bench-wide-data`). A NaN change (a start at -inf)
     leaves on neither count, as in the test of all starts together.
     """
     active = np.arange(w.shape[0])

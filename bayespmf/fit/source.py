@@ -39,7 +39,8 @@ def unique_rows(codes: np.ndarray, n_categories) -> tuple[np.ndarray, np.ndarray
     Where every row fits one int64 key (codes ``-1 .. I_n - 1`` read as digits of
     radix ``I_n + 1``, the first column the most significant) the keys are
     deduplicated instead of the rows: the same rows in the same (lexicographic)
-    order, about 20 times faster on 1e5 rows of 5 variables.
+    order, many times faster on long data of a few variables
+    (:ref:`bench-collapse`).
 
     Examples
     --------

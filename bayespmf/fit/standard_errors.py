@@ -69,13 +69,13 @@ __all__ = [
 #: there is not that of an interior maximum (the likelihood is maximized *at* the
 #: constraint), so it is held fixed and gets no standard error. Mplus does the same
 #: for thresholds it fixes at +-15 on the logit scale (probability 3e-7); EM stopped at
-#: tol=1e-8 leaves true zeros between 1e-12 and 1e-7.
+#: tol=1e-8 leaves true zeros below this (:ref:`bench-covariates`).
 BOUNDARY_TOL = 1e-7
 
 #: The information is singular (a parameter not identified, or nearly so) when an
 #: eigenvalue of its correlation form is below SINGULAR_RCOND times the largest one:
-#: identified latent-class models measured here had ratios above 1e-6; exactly
-#: non-identified directions are rounding noise, 1e-13 to 1e-16.
+#: identified latent-class models have ratios far above it, exactly non-identified
+#: directions are at rounding noise, far below (:ref:`bench-covariates`).
 SINGULAR_RCOND = 1e-10
 
 #: A reduced coordinate takes part in a near-null direction of the information when

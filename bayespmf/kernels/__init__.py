@@ -1,5 +1,6 @@
-"""Pure computational kernels: NumPy references and PyTensor graph builders.
+"""Pure computational kernels: NumPy references, numba loops and PyTensor graph builders.
 
-Arrays in, arrays out. Estimator classes in :mod:`bayespmf.estimators` own the loops,
-tolerances and validation on top of these.
+Arrays in, arrays out. The fit functions of :mod:`bayespmf.fit` own the loops
+(:func:`bayespmf.fit.iterate`), tolerances, validation and warnings on top of these; the
+estimator classes of :mod:`bayespmf.estimators` are thin scikit-learn classes over them.
 """

@@ -62,8 +62,9 @@ __all__ = [
 #: Share of the uniform PMF mixed into every column of a CNMF-OPT starting point.
 #: Mirror descent is multiplicative: an exact zero (NNLS in CNMF-SPA makes many) could
 #: never move again, and a tiny entry takes many sweeps to grow. From CNMF-SPA starts on
-#: simulated data 1e-2 needed 1.5-3x fewer sweeps than 1e-6 to the same optimum; it moves
-#: a PMF by at most 2e-2 in l1, well below CNMF-SPA's own error on sampled data.
+#: simulated data 1e-2 needed fewer sweeps than 1e-6 to the same optimum
+#: (:ref:`bench-cnmf`); it moves a PMF by at most 2e-2 in l1, well below CNMF-SPA's own
+#: error on sampled data.
 INIT_SMOOTHING = 1e-2
 
 #: Armijo sufficient-decrease constant (the usual 1e-4, Nocedal & Wright, Sec. 3.1).

@@ -62,7 +62,8 @@ __all__ = [
 DEFAULT_N_SPLITS = 4
 
 #: Up to this many variables CNMF-SPA tries every split (2**N - 2 oriented splits: 62
-#: at N = 6). Each costs one SPA and one NNLS, about 1-3 ms at N <= 6, I = 10.
+#: at N = 6). Each costs one SPA and one NNLS, a few milliseconds at N <= 6, I = 10
+#: (:ref:`bench-cnmf`).
 MAX_ENUMERATED_VARIABLES = 6
 
 #: Shares of sum(I) that the first part S1 of a cut variable order receives. With both
@@ -73,16 +74,16 @@ CUT_SHARES = (0.5, 0.25)
 
 #: Bootstrap replicates of the pairwise marginals that score the candidate splits
 #: (split selection "bootstrap"). Every candidate sees the same replicates, so the
-#: comparison is paired. On the CNMF paper's Table 1 generator (8 seeds, S = 1e4)
-#: the chosen split's factor MSE was 0.00438 with 4 replicates, 0.00421 with 8 and
-#: 0.00417 with 16 (the fixed M = 3 split: 0.00461).
+#: comparison is paired. On the CNMF paper's Table 1 generator the chosen split's
+#: factor MSE improved little beyond 8 replicates, and every count beat the fixed
+#: M = 3 split (:ref:`bench-cnmf`).
 DEFAULT_N_BOOTSTRAP = 8
 
 #: Candidates whose misfit exceeds this multiple of the smallest are not bootstrapped,
 #: and at most MAX_BOOTSTRAPPED of the others (the lowest misfits). A split without
 #: separable anchor rows in S2 is biased: on the Table 1 generator its misfit was
-#: 2-12x the best at S >= 1e4 rows, while every split the bootstrap preferred (S =
-#: 1e3-1e5, Tables 1 and 4) was within 1.15x; 1.5 and 2 chose the same splits there.
+#: several times the best at large S, while every split the bootstrap preferred was
+#: within this ratio; 1.5 and 2 chose the same splits there (:ref:`bench-cnmf`).
 BOOTSTRAP_MISFIT_RATIO = 1.5
 MAX_BOOTSTRAPPED = 16
 
@@ -203,9 +204,9 @@ def _nnls_columns(G: np.ndarray, Y: np.ndarray) -> np.ndarray:
     feasible). Every support is solved for all columns in one call on the normal
     equations, so the cost is ``2**F - 1`` small solves instead of one
     :func:`scipy.optimize.nnls` per column (CNMF-SPA on 2000 binary items: 64,000
-    calls, about 3 s). The same solution up to rounding, not bit for bit: used by
-    ``cnmf_spa(batched=True)`` only. Above ``MAX_ENUMERATED_NNLS_RANK`` columns of
-    ``G`` it falls back to :func:`_nnls_rows`.
+    calls; :ref:`bench-wide-data`). The same solution up to rounding, not bit for
+    bit: used by ``cnmf_spa(batched=True)`` only. Above ``MAX_ENUMERATED_NNLS_RANK``
+    columns of ``G`` it falls back to :func:`_nnls_rows`.
     """
     n_f = G.shape[1]
     if n_f > MAX_ENUMERATED_NNLS_RANK:
@@ -284,7 +285,7 @@ def _spa_on_split(
     # matrix of the Khatri-Rao product is (W^T W) * (H^T H) (Hadamard) and its product
     # with vec(X) is diag(W^T X H), so the (I(S1) I(S2), F) product is never formed.
     gram = (w.T @ w) * (hn.T @ hn)
-    if batched:  # the same sums as two BLAS products (einsum: 0.03 s at 2000 items)
+    if batched:  # the same sums as two BLAS products (faster than einsum on wide data)
         rhs = np.sum((w.T @ x) * hn.T, axis=1)
     else:
         rhs = np.einsum("if,ij,jf->f", w, x, hn)
@@ -347,7 +348,7 @@ def _misfit_factored(wj, c0, pair_w, offsets, lam, stacked) -> float:
     ``sum_f lambda_f a_f^T wj a_f`` and the model term
     ``sum_{f,g} lambda_f lambda_g s_fg^T pair_w s_fg / 2`` with ``s_fg`` the
     per-variable sums of ``a_f * a_g``: one ``(sum I)^2 x F`` product instead of five
-    passes over the ``(sum I)^2`` model (0.15 s a candidate at 2000 binary items).
+    passes over the ``(sum I)^2`` model (:ref:`bench-wide-data`).
     Equal to the direct sum up to rounding (relative ~1e-14 of ``c0``):
     ``cnmf_spa(batched=True)`` only.
     """
@@ -449,8 +450,8 @@ def cnmf_spa(
         (exact NNLS by enumerating the supports, up to ``MAX_ENUMERATED_NNLS_RANK``
         classes) and compute the candidates' misfits from the factors' rank-F form
         instead of the full model matrix. The same estimate up to rounding (splits
-        whose misfits tie to rounding may be ranked the other way); on 2000 binary
-        items it cuts a candidate split from about 0.4 s to 0.2 s.
+        whose misfits tie to rounding may be ranked the other way); on wide binary
+        data it halves the cost of a candidate split (:ref:`bench-wide-data`).
         ``fit_latent_class``'s default uses it on wide data.
     ridge : float, default 0.0
         Tikhonov weight of the nonnegative least-squares steps (line 11 and Theorem 2
@@ -514,10 +515,11 @@ def cnmf_spa(
     ``divergence="frobenius", pair_weighting="counts"``; Frobenius because NNLS
     factors have exact zeros, where KL is infinite).
 
-    The misfit separates splits whose ``H`` is separable from the others (2-12x on the
-    paper's Table 1 generator), but among the separable ones it is a poor guide to
-    the factor error: it is an in-sample fit to the same noisy marginals, its
-    differences there are a few percent and mostly noise, and it does not see how the
+    The misfit separates splits whose ``H`` is separable from the others (by a factor
+    of several on the paper's Table 1 generator, :ref:`bench-cnmf`), but among the
+    separable ones it is a poor guide to the factor error: it is an in-sample fit to
+    the same noisy marginals, its differences there are a few percent and mostly
+    noise, and it does not see how the
     error is made -- ``S1`` factors come from single anchor columns, ``S2`` factors
     and ``lambda`` from regressions on ``W`` whose conditioning grows with ``S1``. With
     ``selection="bootstrap"`` the candidates within ``BOOTSTRAP_MISFIT_RATIO`` of the
@@ -546,9 +548,9 @@ def cnmf_spa(
     from a random start, an early-stopped Landweber iteration, which regularizes much
     as Tikhonov's penalty does (Engl, Hanke and Neubauer, *Regularization of Inverse
     Problems*, 1996, Ch. 6); ``ridge`` is the deterministic form. As a start for EM
-    (CNMF-SPA-EM) on the UCI Car data (M = 5 split, 10 random splits) the exact NNLS
-    start classified at 81.5 %, ``ridge = 0.01`` at 87.0 % and ``SingleSPA``'s at
-    87.1 %: EM cannot leave a (floored) zero of its start, so zeros fitted to noise
+    (CNMF-SPA-EM) on the UCI Car data the regularized start and ``SingleSPA``'s
+    classified better than the exact NNLS start (:ref:`bench-cnmf`): EM cannot leave
+    a (floored) zero of its start, so zeros fitted to noise
     stay. ``bayespmf.apps.tasks`` chooses between the exact and the regularized start
     on validation data.
 

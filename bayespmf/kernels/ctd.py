@@ -44,8 +44,8 @@ __all__ = [
 ]
 
 #: ADMM iterations per block and sweep. AO-ADMM warm-starts the dual variable of every
-#: block across sweeps, so a few inner iterations suffice; on exact triples of 4
-#: variables (I = 3, F = 2) 50 instead of 10 saved only 10% of the sweeps at 3x the cost.
+#: block across sweeps, so a few inner iterations suffice: more inner iterations saved
+#: few sweeps at a higher cost (:ref:`bench-cnmf`).
 ADMM_ITER = 10
 #: Inner ADMM stops early when both relative residuals (primal ||X - X~|| / ||X||, dual
 #: ||X - X_old|| / ||U||) fall below this.

@@ -1,55 +1,37 @@
-r"""EM for the latent-class PMF with missing entries, compiled once as a PyTensor graph.
+r"""EM for the latent-class PMF with missing entries: the EM map as a kernel.
 
 The EM map of Yeredor & Haardt (Chege et al., App. C.1, eqs. (33a)-(33b); Chege,
 Haardt & Yeredor, eqs. (5)-(6)) for
 
 .. math:: \Pr(x) = \sum_{f=1}^F \lambda_f \prod_{n \text{ observed}} A_n(x_n, f)
 
-is built as one graph per problem (data and rank) and compiled once; the loop lives in
-:mod:`bayespmf.fit` (BlackJAX style): :func:`build_em_kernel` returns a kernel whose
-``step`` maps ``(weights, factors_stacked)`` to the next iterate and the log-likelihood of
-its input, either the compiled :class:`EMKernel` or, for problems too small for a
-compile to pay, the SciPy :class:`SparseEMKernel`. :func:`em_step_numpy` is the
+is built once per problem (data and rank); the loop lives in :mod:`bayespmf.fit`
+(BlackJAX style): :func:`build_em_kernel` returns a kernel whose ``step`` maps
+``(weights, factors_stacked)`` to the next iterate and the log-likelihood of its input.
+Its default backend, ``"auto"`` (the same as ``"numba"``), is :class:`NumbaEMKernel`,
+a numba loop over the rows cached on disk (:mod:`bayespmf.kernels.em_numba`) that also
+takes K starts at once and row weights; ``"pytensor"`` is :class:`EMKernel`, a PyTensor
+graph compiled once around the fused E-step Op :class:`EStepStats`; ``"scipy"`` is
+:class:`SparseEMKernel`, SciPy sparse products. :func:`em_step_numpy` is the
 independent SciPy reference; :func:`bayespmf.fit.fit_em` is the public driver,
 optionally accelerated by SQUAREM-PMF
 (:func:`bayespmf.kernels.squarem.squarem_pmf_step`).
 
 Notes
 -----
-**Implementation choice (measured).** Per-iteration time at S = 1e5, N = 15, I_n = 10,
-F = 10, half the entries missing, on the 2-core development machine (PyTensor C
-backend, no BLAS linked; median of 20 calls after warm-up). Prototype run, all rows in
-one process (its SciPy step used a CSR copy of ``O.T``; :func:`em_step_numpy` now uses
-the CSC view, which is faster):
-
-==============================================================  =========  ========
-implementation                                                  ms / iter  vs SciPy
-==============================================================  =========  ========
-SciPy sparse one-hot products, ``O.T`` as CSR                   24.8       1.00
-PyTensor, ``StructuredDotCSR`` (``pytensor.sparse``) both ways  37.5       1.51
-PyTensor, ``pytensor.sparse.structured_dot`` (SciPy perform)    32.0       1.29
-PyTensor, gather ``logA[idx].sum(1)`` + ``StructuredDotCSR``    68.8       2.77
-PyTensor, custom gather / scatter Ops, logsumexp in the graph   17.3       0.70
-PyTensor, fused E-step statistics Op (**chosen**)               10.9       0.44
-==============================================================  =========  ========
-
-``benchmarks/bench_em_step.py`` (same run, final code): SciPy reference
-(:func:`sparse_em_step`, ``O.T`` as CSC) 19.9 ms, :meth:`EMKernel.step` 11.3 ms,
-ratio 0.57; compile 0.8 s with a warm cache.
-
-PyTensor's own sparse C product is slower than SciPy's here (strided inner loop), and
-in the graph the row-wise ``exp`` runs twice after PyTensor's softmax / logsumexp
-stabilization rewrites, with scalar ``libm`` ``exp`` (no SIMD). The chosen graph keeps
-the M-step in PyTensor and does the E-step in one C pass over the rows
-(:class:`EStepStats`): for each row it gathers ``log lambda + sum_n log A_n(x_n, .)`` over
-the observed entries (flat indices ``offsets[n] + x_n``, precomputed once), takes the
-max-shifted log-sum-exp, normalizes the responsibilities and scatter-adds them into the
-expected counts ``K`` (eq. (5)) and class totals ``C``; nothing of size ``S x F`` is
-stored. Several EM iterations per ``pytensor.scan`` call were not needed: the call
-overhead (tens of microseconds) is negligible next to one pass over the data, and the
-NUMBA/JAX linkers were slower in ``STACK-NOTES.md``. The data enter as shared variables,
-so PyTensor's compile cache keys the C modules by type only: a new data set of any
-shape reuses them and only the (sub-second) graph rewriting is repeated.
+**The E-step in one pass over the rows** (the numba and PyTensor backends): for each
+row it gathers ``log lambda + sum_n log A_n(x_n, .)`` over the observed entries (flat
+indices ``offsets[n] + x_n`` in CSR layout, precomputed once), takes the max-shifted
+log-sum-exp, normalizes the responsibilities and scatter-adds them into the expected
+counts ``K`` (eq. (5)) and class totals ``C``; nothing of size ``S x F`` is stored.
+That fused pass was faster than the one-hot sparse products of the SciPy reference and
+than PyTensor's own sparse products, whose inner loop is strided
+(:ref:`bench-em-kernel` has the comparison made when :class:`EMKernel` was designed).
+In :class:`EMKernel` the M-step stays in the PyTensor graph and :class:`EStepStats`
+runs as a numba loop under PyTensor's default (numba) linker and as C code under its C
+linker. Its data enter as shared variables, not constants, so the compiled code depends
+on their types only: a new data set of any shape reuses it and only the graph rewriting
+is repeated.
 
 **Rows with every entry missing** carry no information (their log-likelihood is 0) and
 are dropped: ``lambda`` is the mean responsibility over the remaining rows. Including
@@ -334,7 +316,7 @@ def register_numba_dispatch() -> None:
     """Teach PyTensor's numba backend (its default linker) to run :class:`EStepStats`.
 
     Done on the first :meth:`EStepStats.make_node`, not at import: importing PyTensor's
-    numba dispatch imports numba (0.2 s), which ``import bayespmf`` and the NumPy and
+    numba dispatch imports numba (slow), which ``import bayespmf`` and the NumPy and
     SciPy backends do not need. The integer returned with the function salts
     PyTensor's on-disk cache key (the Op's class and props): bump it whenever the numba
     code (:func:`bayespmf.kernels.em_numba.estep_stats`) changes.
@@ -515,7 +497,7 @@ class EMKernel:
         counts = counts + COUNT_FLOOR
         colsum = pt.dot(self._indicator, counts)[self._block]
         # a shared scalar, not a constant: a constant would be compiled into the fused
-        # C loop, so every new row count would compile (~1 s) and cache a new module
+        # C loop, so every new row count would compile again and cache a new module
         w_new = (totals + COUNT_FLOOR) / self._weight_denominator
         return pytensor.function([w, a], [w_new, counts / colsum, ll], mode=self._mode)
 
@@ -553,9 +535,9 @@ class EMKernel:
 class SparseEMKernel:
     """The EM map of one problem with SciPy sparse products: no compilation.
 
-    The same interface and iterates as :class:`EMKernel` (up to summation order), for
-    problems too small for compiling a graph to pay (``build_em_kernel``'s
-    ``backend="auto"``). The one-hot design is built once.
+    The same interface and iterates as :class:`EMKernel` (up to summation order): the
+    reference backend (``build_em_kernel``'s ``backend="scipy"``), with nothing to
+    compile. The one-hot design is built once.
     """
 
     def __init__(self, codes, n_categories, rank):
@@ -710,9 +692,10 @@ def build_em_kernel(
 
     Notes
     -----
-    ``"auto"`` is numba because it needs about a second to compile in an empty cache
-    (PyTensor's C modules need tens of seconds there) and matches the fused C E-step
-    per iteration (``benchmarks/bench_em_step.py`` prints the three side by side).
+    ``"auto"`` is numba because it compiles far faster in an empty cache than
+    PyTensor's C modules and matches the fused C E-step per iteration
+    (``benchmarks/bench_em_step.py`` prints the backends side by side;
+    :ref:`bench-em-kernel`).
 
     Examples
     --------

@@ -37,8 +37,8 @@ __all__ = [
 
 TABLE_PATH = Path(__file__).parent / "data" / "extension_gamma.npz"
 
-#: Monte Carlo draws per on-the-fly evaluation outside the table (a few tenths of a
-#: percent of relative standard error on gamma; about a second of k-means for K = 30).
+#: Monte Carlo draws per on-the-fly evaluation outside the table (a small relative
+#: standard error on gamma for a k-means run of moderate cost; :ref:`bench-vlad-alpha`).
 FALLBACK_N_DRAWS = 20_000
 
 #: Points of the coarse alpha grid used when a whole gamma curve must be computed on
@@ -124,9 +124,9 @@ def dirichlet_common_draws(
         Uniforms on (0, 1).
     interpolate : bool, default False
         Evaluate the gamma quantile function by a cubic spline through
-        ``QUANTILE_NODES`` exact values instead of at every draw: 0.04 s instead of
-        0.15-0.3 s for 200,000 draws on the project's machine, with a relative error
-        below 1e-7 (draws with u below 6e-16 or above 1 - 6e-16 are clipped there).
+        ``QUANTILE_NODES`` exact values instead of at every draw: several times
+        faster (:ref:`bench-vlad-alpha`), with a relative error below 1e-7 (draws
+        with u below 6e-16 or above 1 - 6e-16 are clipped there).
         Used by the parametric bootstrap of
         :func:`bayespmf.kernels.vlad.calibrate_alpha`, which draws n x K weights per
         replicate at every alpha it tries.

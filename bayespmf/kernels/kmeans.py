@@ -33,7 +33,8 @@ DEFAULT_KMEANS_MAX_ITER = 300
 
 #: From this many columns on, the restarts run batched (all restarts in lockstep, one
 #: matrix product per block of rows); below, each restart is one scikit-learn
-#: ``KMeans`` run. Measured crossover: see the Notes of :func:`kmeans`.
+#: ``KMeans`` run. The crossover was measured (:ref:`bench-kmeans`); see the Notes of
+#: :func:`kmeans`.
 BATCHED_MIN_FEATURES = 32
 
 #: scikit-learn's ``KMeans`` default ``tol``, scaled by the mean variance of the data.
@@ -98,17 +99,15 @@ def kmeans(
     thread, and the restarts run in a pool of ``n_workers`` Python threads (the Lloyd
     loop releases the GIL), without the per-iteration fork/join of scikit-learn's own
     OpenMP loop, which splits every Lloyd iteration in chunks of 256 points: with few
-    columns the join costs more than the work (on the project's 2-core machine under
-    load, load average 9, 10-means on 9-dim points took 0.48 s / 2.6 s / 7.0 s with
-    the default threads and 0.007 s / 0.019 s / 0.34 s with one, for n = 300 / 3,000 /
-    30,000).
+    columns the join costs more than the work, many times more on a loaded machine
+    (:ref:`bench-kmeans`).
 
     *Many columns*: the ``R`` restarts run in lockstep, so that every Lloyd iteration
     reads the data once for all of them instead of once per restart: the product of
     the points with one restart's ``K`` centres is a thin matrix product that reads
     the whole data for little arithmetic, the product with the ``R * K`` centres of
-    all restarts one GEMM that runs near the core's peak (n = 5,000, d = 2,000:
-    15 ms for 10 centres, 50 ms for 80, on one thread):
+    all restarts one GEMM that runs near the core's peak, far cheaper per centre
+    (:ref:`bench-kmeans`):
 
     * seeding: scikit-learn's k-means++ (:func:`sklearn.cluster.kmeans_plusplus`,
       its default ``2 + int(log K)`` local trials), with the random draws of
@@ -141,19 +140,14 @@ def kmeans(
     and inertias to about 1e-15 relative in the tests); points exactly halfway
     between two centres could be assigned differently.
 
-    Measured on the project's 2-core machine, shared (load average 2-3.5): GDM.fit
-    (8 restarts, K = 10; ``gdm_times`` of ``benchmarks/dsn_figures.py``, seeds 0-2)
-    took 0.34-0.79 times the wall time of scikit-learn's ``KMeans(n_init=8)`` with its
-    own OpenMP threads on the same data in the same run, and 0.44-0.61 times that of
-    GDM.fit with the per-restart runs, with the same labels and vertices bit for bit
-    (numbers in the Notes of :class:`bayespmf.estimators.simplex.GDM`). The batching
-    pays from a few dozen columns on: with the restarts in lockstep, 8 restarts of
-    10-means took, relative to the per-restart runs, 1.13 / 1.00 / 0.93 / 0.75 / 0.56
-    of the time for d = 9 / 16 / 32 / 64 / 128 at n = 30,000, 0.80 / 0.84 / 0.49 for
-    d = 9 / 32 / 64 at n = 3,000, and 0.26-0.42 at n = 300 (load average 3), hence
-    :data:`BATCHED_MIN_FEATURES` = 32 (so VLAD's k-means in the ``K - 1`` dimensions
-    of its subspace and the extension table's in ``K`` stay on the per-restart path
-    up to ``K = 32``).
+    GDM.fit (8 restarts, K = 10; ``gdm_times`` of ``benchmarks/dsn_figures.py``) is
+    faster with the batched restarts than with scikit-learn's ``KMeans(n_init=8)`` with
+    its own OpenMP threads and than with the per-restart runs, with the same labels and
+    vertices bit for bit. The batching pays from a few dozen columns on (relative to
+    the per-restart runs it is slower at d = 9 on large n, level at 16 and faster from
+    32 on), hence :data:`BATCHED_MIN_FEATURES` = 32 (so VLAD's k-means in the ``K - 1``
+    dimensions of its subspace and the extension table's in ``K`` stay on the
+    per-restart path up to ``K = 32``). The timings are in :ref:`bench-kmeans`.
 
     *Sparse rows* (a SciPy sparse matrix, as float64 CSR) take the per-restart path
     whatever their number of columns: each restart is ``KMeans(n_init=1,

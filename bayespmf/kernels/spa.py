@@ -197,10 +197,10 @@ def _spa_step(M, norm0, resid, U, step):
 def _compiled_spa():
     """Compile SPA once: a ``scan`` over a symbolic number of steps.
 
-    The C backend does not specialize on shapes and the number of steps is an input, so
-    one compiled function serves every ``X`` and ``rank`` (about 1 s to compile with a
-    warm PyTensor cache). An unrolled graph per ``rank`` ran 10--30 % faster but took
-    2--7 s to compile for each new ``rank``.
+    The compiled function does not specialize on shapes and the number of steps is an
+    input, so one compiled function serves every ``X`` and ``rank``. An unrolled graph
+    per ``rank`` ran somewhat faster but took longer to compile for each new ``rank``
+    (:ref:`bench-spa`).
     """
     M = pt.dmatrix("M")
     n_steps = pt.iscalar("n_steps")
@@ -265,13 +265,11 @@ def spa(X, rank: int, *, normalize: bool = True, backend: str = "numpy") -> np.n
     picked again, so the indices are distinct even when ``rank`` exceeds the rank of
     ``X`` (the extra picks are then arbitrary, not vertices).
 
-    NumPy (:func:`spa_numpy`, the reference) is the default. Measured on the project's
-    2-core machine (best of 7, ms per call, NumPy / compiled PyTensor ``scan``):
-    100x100, rank 10: 0.15 / 0.31; 300x300, 10: 0.38 / 0.50; 1000x1000, 10: 4.5 / 2.8;
-    1000x1000, 30: 17.8 / 8.1; 200x1000, 20: 1.25 / 1.56. Both are far below the cost of
-    forming the CNMF virtual matrix, while compiling the graph in an empty PyTensor cache
-    took 28 s (first fit of UCI Car, 2 cores, 2026-11-22): the graph pays only for
-    repeated calls on large inputs with a warm cache.
+    NumPy (:func:`spa_numpy`, the reference) is the default: the compiled ``scan`` is
+    slower on small inputs and faster on 1000 x 1000 ones, both far below the cost of
+    forming the CNMF virtual matrix, while compiling the graph in an empty PyTensor
+    cache is slow: the graph pays only for repeated calls on large inputs with a warm
+    cache (:ref:`bench-spa`).
 
     References
     ----------

@@ -49,7 +49,8 @@ __all__ = [
 ]
 
 #: Monte Carlo draws of Dir(alpha) behind :func:`dirichlet_cvt` (k-means in K - 1
-#: dimensions; the centroids' Monte Carlo sd is about 0.3 % of their spread at K = 3).
+#: dimensions; the centroids' Monte Carlo sd is small next to their spread,
+#: :ref:`bench-vlad-asymmetric`).
 CVT_DRAWS = 50_000
 
 
@@ -426,8 +427,8 @@ def match_cells(masses_data, masses_model) -> np.ndarray:
 
 #: Draws per evaluation and iteration cap of :func:`estimate_alpha_vector`, and its
 #: stopping rule: a step in log(alpha_0) below VECTOR_TOL and cell masses matched to
-#: within VECTOR_MASS_TOL. On the triangle test (K = 3, n = 5000) it stops after 4-15
-#: evaluations (0.1-0.4 s).
+#: within VECTOR_MASS_TOL. On the triangle test it stops after a few evaluations
+#: (:ref:`bench-vlad-asymmetric`).
 VECTOR_DRAWS = 20_000
 VECTOR_MAX_ITER = 20
 VECTOR_TOL = 0.005

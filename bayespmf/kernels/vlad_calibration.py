@@ -47,11 +47,10 @@ __all__ = [
 
 #: Simulated points per evaluation of :func:`calibrate_alpha`, split in replicates of the
 #: data's size n: n_rep = clip(round(CALIBRATION_POINTS / n), CALIBRATION_MIN_REPS,
-#: CALIBRATION_MAX_REPS). The relative sd of the moment statistic phi* is about 1.5-4 %
-#: at n = 1000 (K = 10, D = 500, Gaussian sigma = 1 and Poisson) and falls like
+#: CALIBRATION_MAX_REPS). The relative sd of the moment statistic phi* falls like
 #: 1 / sqrt(n); 8 replicates at n <= 2000 and 4 above keep the calibration's own Monte
-#: Carlo error at a third to a half of that. With 2 replicates at n = 6000 (K = 4)
-#: the same data gave alpha from 1.03 to 1.29 with the seed; with 4, 0.97 to 1.05.
+#: Carlo error at a third to a half of it. With 2 replicates alpha varied with the seed
+#: far more than with 4 (:ref:`bench-vlad-alpha`).
 CALIBRATION_POINTS = 16_000
 CALIBRATION_MIN_REPS = 4
 CALIBRATION_MAX_REPS = 8
@@ -335,10 +334,9 @@ def calibrate_alpha(
     :math:`\varphi^* = \langle M, \tilde\Sigma\rangle / \|M\|_F^2` is a 6 % error in
     alpha. And :math:`\varphi^*` is biased low at small n for two reasons, both of
     which spread the empirical k-means centroids beyond the CVT centroids of the
-    population (Lemma 1): k-means overfits a finite sample (on the noise-free
-    projected signal, n = 1000, K = 10, alpha = 2, the plain estimate is
-    1.52 +- 0.12; 1.98 at n = 20,000), and noise moves points across cells (1.27 with
-    sigma = 1, and 1.62 at n = 20,000). Lemma 3's covariance correction removes
+    population (Lemma 1): k-means overfits a finite sample (the plain estimate is low
+    at small n even on the noise-free projected signal), and noise moves points across
+    cells (lower still; :ref:`bench-vlad-alpha`). Lemma 3's covariance correction removes
     neither, and neither is a property of the noise alone (SIMEX, which extrapolates
     in the noise level, misses the first and its quadratic extrapolation to
     :math:`\lambda = -1` has a large variance at small n).
@@ -371,14 +369,13 @@ def calibrate_alpha(
     error and divided by the slope of the simulated curve in log alpha, and ``t`` the
     Student quantile for ``INTERVAL_REPS - 1`` degrees of freedom. It is a
     delta-method interval: a guide to how well the data determine alpha, not an exact
-    one (it held the true alpha in 17 of 18 fits: seeds 0-5 of the Gaussian and
-    Poisson nests above at n = 1000 and of the skewed Poisson nest, n = 6000).
+    one (its coverage in simulations is in :ref:`bench-vlad-alpha`).
 
     Two effects of the D-dimensional SVD are not simulated: the top singular
     directions lean toward the noise, which adds about :math:`\mathrm{tr}(N)/n` to
     each top eigenvalue and stretches the projected simplex by about
-    :math:`\mathrm{tr}(N) / (n\lambda_j)` (3-4 % at n = 1000 in the settings above;
-    correcting it changed the vertex error by 1-2.5 %, in either direction).
+    :math:`\mathrm{tr}(N) / (n\lambda_j)` (a few percent at n = 1000; correcting it
+    changed the vertex error little, in either direction: :ref:`bench-vlad-alpha`).
     """
     from bayespmf.kernels.extension_table import dirichlet_common_draws
 

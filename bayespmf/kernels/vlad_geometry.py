@@ -153,11 +153,9 @@ def top_subspace(Y, rank: int, *, random_state=None) -> Subspace:
     Two routes give the same factors (up to signs): for ``D <= GRAM_MAX_FEATURES`` the
     compiled graph of :func:`center_and_gram` and a partial eigendecomposition
     (``scipy.linalg.eigh`` with ``subset_by_index``) of :math:`\bar X^T \bar X`; for
-    larger ``D`` ARPACK (``scipy.sparse.linalg.svds``) on :math:`\bar X`. Measured on
-    the project's 2-core machine (best of 3, Gaussian DSN, K = 10), full Gram + eigh
-    in NumPy / in the compiled graph / ARPACK / randomized SVD: n = 10,000, D = 500:
-    448 / 341 / 604 / 967 ms; n = 30,000, D = 500: 1484 / 740 / 748 / 1963 ms;
-    n = 5,000, D = 2,000: 6996 / 11420 / 812 / 1759 ms. The compiled Gram graph wins
+    larger ``D`` ARPACK (``scipy.sparse.linalg.svds``) on :math:`\bar X`; both were
+    timed against a NumPy Gram matrix and a randomized SVD (:ref:`bench-vlad-subspace`).
+    The compiled Gram graph wins
     at moderate ``D`` (its ``X^T X`` product beats NumPy's here) and ARPACK when the
     ``D x D`` eigenproblem dominates, hence the switch. Signs are fixed so that the
     largest-magnitude entry of each column of ``W`` is positive (deterministic output).

@@ -41,12 +41,9 @@ __all__ = [
 
 #: Whitening by the noise-corrected covariance (:func:`corrected_metric`) only when
 #: the noise is at most this fraction of the data variance along every direction of
-#: the top subspace; otherwise by the data covariance (Alg. 1). Measured with the
-#: bootstrap calibration of alpha (mean over seeds, corrected vs data): K = 10,
-#: D = 500, alpha = 2, largest fractions 0.08-0.17: vertex error 15.6 vs 15.7
-#: (Gaussian sigma = 1, n = 1000), 51.7 vs 52.5 (Poisson, n = 1000), 6.8 vs 6.9
-#: (Gaussian, n = 5000); Poisson K = 4, D = 40, n = 6000, alpha = 1, fractions
-#: 0.26-0.60 (12 seeds): 3.59 vs 3.27, alpha 1.08 +- 0.28 vs 0.94 +- 0.14.
+#: the top subspace; otherwise by the data covariance (Alg. 1). With the bootstrap
+#: calibration of alpha the corrected metric was slightly better at small noise
+#: fractions and worse at large ones (:ref:`bench-vlad-alpha`).
 CORRECTED_MAX_NOISE_FRACTION = 0.25
 
 # --------------------------------------------------------------------------------------

@@ -39,16 +39,16 @@ __all__ = [
 
 #: Rows per block of the sparse product O^T O. The product keeps a dense accumulator per
 #: output row; with blocks of this size the block and the accumulator stay in cache
-#: (measured at S=1e5, N=15, I=10, half missing: ~25% faster than one block), and a
+#: (faster than one block, :ref:`bench-marginals`), and a
 #: block's counts fit the int32 the product is computed in (no overflow below 2**31).
 BLOCK_ROWS = 16_384
 
 #: A block whose one-hot design has at least this share of nonzero entries (about one
 #: over the mean alphabet size when little is missing) is multiplied as a dense float32
 #: matrix (BLAS) instead of a sparse one: the sparse product costs ~S (N_obs)^2
-#: scattered updates, the dense one S (sum I)^2 multiply-adds at BLAS speed. Measured
-#: at S = 2000, sum I = 600 (10 % missing; float64): dense 7x faster for binary items
-#: (density 0.45), 2x at 0.23, 1.3x at 0.15 and 20 % slower at 0.09 (I = 10).
+#: scattered updates, the dense one S (sum I)^2 multiply-adds at BLAS speed: dense is
+#: much faster for binary items and slower below about this density
+#: (:ref:`bench-marginals`).
 #: Exact: the counts of one block stay below BLOCK_ROWS < 2**24, which float32 holds.
 DENSE_DENSITY = 0.125
 

@@ -291,9 +291,8 @@ def class_summed_loglik(value, log_prior, factors, n_cat) -> pt.TensorVariable:
     Computed by :class:`ClassSummedLoglik`, one fused loop over the observed entries
     with a hand-written gradient (a scatter-add of the responsibilities): the data
     stay integer codes and nothing of size S x sum(I_n) is built. A gradient costs
-    what the one-hot design product's did (0.97-1.05 times, S = 1728 to 1e5, C, numba
-    and JAX backends); at S = 5e5 compiling the frozen model took 892 MB and 12.6 s
-    against 4762 MB and 35.2 s (``benchmarks/bench_latent_class_logp.py``).
+    what the one-hot design product's did, and on large data compiling the frozen
+    model takes several times less memory and time (:ref:`bench-frozen-data`).
     Batched values or priors (more leading dimensions, as in some PyMC
     vectorizations) fall back to that one-hot product.
     """

@@ -23,13 +23,9 @@ Every NUTS implementation PyMC offers (``nuts_sampler="pymc"``, ``"nutpie"``,
   (``pymc.sampling.jax.get_jaxified_graph``): the rows are baked into the XLA
   program. This is kept on purpose: the rows enter the log-density as integer codes
   that index the factors (the fused likelihood Op is rewritten into a gather for JAX;
-  no dense one-hot design), and ``benchmarks/jax_data.py`` measured the jitted
-  value-and-gradient both ways (JAX 0.10, 2 shared CPU cores, 15 variables, rank 5):
-  with the rows as an argument a call took 0.78-1.53 times as long as with the rows
-  as a constant at S = 2e3 (two runs; calls of about 2 ms), 0.99-1.03 at 2e4 and
-  1.45-1.52 at 1e5; the first call (compilation) at 1e5 took 4.5-9.0 s with the
-  constant and 2.6-4.5 s with the argument, so XLA no longer stalls
-  constant-folding the rows.
+  no dense one-hot design): on large data a call is faster than with the rows as an
+  argument, at a somewhat longer first call (compilation), and XLA no longer stalls
+  constant-folding the rows (:ref:`bench-jax`).
 """
 
 from __future__ import annotations
@@ -553,9 +549,9 @@ def _jax_imported() -> bool:
 
     Not ``"jax" in sys.modules``: ArviZ 1 (``arviz_base.io_numpyro``) puts a lazy
     placeholder module of that name there on import, without importing JAX, so that
-    test said "imported" in every process that imported ArviZ. On the Car rank-4
-    study it sent PyMC's chains to a forkserver (39 s of sampling against 10 s) and
-    numpyro's chains to vectorized lockstep (``benchmarks/stack_compare.py``).
+    test said "imported" in every process that imported ArviZ, which sent PyMC's
+    chains to a slower forkserver and numpyro's chains to vectorized lockstep
+    (:ref:`bench-jax`).
     JAX's own package ``jax._src`` is there only once JAX really was imported.
     """
     return "jax._src" in sys.modules
@@ -589,16 +585,12 @@ def _cpu_devices_for_chains(n_devices: int) -> bool:
       this PyMC's JAX driver can only run the chains vectorized: in lockstep on one
       core, every step as long as the longest chain's tree
       (``--xla_force_host_platform_device_count``, what
-      ``numpyro.set_host_device_count`` does). Measured
-      (``benchmarks/bayes_latent_class.py --compare --chain-methods default
-      vectorized``, S=2000, N=15, F=5, 2 cores, one run): numpyro 2 x (1000 + 2000)
-      took 82.0 s in parallel and 188.8 s vectorized, the same draws.
+      ``numpyro.set_host_device_count`` does); in parallel the same draws take less
+      than half the time (:ref:`bench-jax`).
     * XLA:CPU's classic runtime (``--xla_cpu_use_thunk_runtime=false``), for a
       jaxlib in :data:`_THUNK_FLAG_JAXLIB`: its default thunk runtime made numpyro's
-      NUTS about 3 times slower on UCI Car at rank 4 (jaxlib 0.12, 2 x (1000 +
-      1000) draws: 58.2 s, against 17.6-18.5 s with the flag and 19.0 s on jaxlib
-      0.10; the logp-and-gradient call alone costs the same, 0.78 and 0.74 ms, so it
-      is the sampler's loop). XLA prints one line that the flag "is no
+      NUTS several times slower, in the sampler's loop, not in the logp-and-gradient
+      call (:ref:`bench-jax`). XLA prints one line that the flag "is no
       longer supported": set ``XLA_FLAGS`` yourself (any value naming the flag) to
       choose.
 

@@ -40,8 +40,9 @@ __all__ = ["LatentClassGibbs", "bind_step", "default_sweeps", "simplex_maps"]
 _FACTOR_PREFIX = "A_"
 _LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
 
-#: Gibbs sweeps per recorded draw of :class:`LatentClassGibbs` on small data (measured
-#: on UCI Car); the most the default (:func:`default_sweeps`) gives.
+#: Gibbs sweeps per recorded draw of :class:`LatentClassGibbs` on small data (chosen
+#: on UCI Car, :ref:`bench-gibbs-sweeps`); the most the default (:func:`default_sweeps`)
+#: gives.
 DEFAULT_SWEEPS = 8
 
 #: Observed entries (of the unique patterns) that the default sweeps of one draw cover
@@ -52,11 +53,11 @@ SWEEP_ENTRIES = 100_000
 def default_sweeps(n_entries: int) -> int:
     """Sweeps per draw by default: ``min(DEFAULT_SWEEPS, ceil(SWEEP_ENTRIES / n_entries))``.
 
-    ``pm.sample`` costs 1-2 ms per recorded draw whatever the data; a sweep costs
-    about 16 ns per observed entry (single thread). Several sweeps per draw spread that
-    cost where a sweep is cheap (UCI Car: 10,368 entries, 8 sweeps); from
-    :data:`SWEEP_ENTRIES` entries on one sweep costs more than the draw's overhead, so
-    each draw is one sweep, and ``draws`` is what it says.
+    ``pm.sample`` has a fixed cost per recorded draw whatever the data; a sweep costs
+    in proportion to the observed entries (:ref:`bench-gibbs-sweeps`). Several sweeps
+    per draw spread that cost where a sweep is cheap (UCI Car: 10,368 entries, 8
+    sweeps); from :data:`SWEEP_ENTRIES` entries on one sweep costs more than the draw's
+    overhead, so each draw is one sweep, and ``draws`` is what it says.
 
     Examples
     --------
@@ -156,7 +157,7 @@ def simplex_maps(model, rvs, values):
 
     Where every variable has PyMC's ``simplex`` transform (what ``sample`` samples
     the Gibbs step in) they are NumPy; otherwise the value transforms' own graphs,
-    compiled once (about 4 s on UCI Car, so only where needed).
+    compiled once (slow, so only where needed).
     """
     from pymc.distributions.transforms import SimplexTransform
 
@@ -234,16 +235,12 @@ class LatentClassGibbs(BlockedStep):
         fewer from 12,500 entries on, one from :data:`SWEEP_ENTRIES` on; read when the
         step is made; ``sample(..., method="gibbs", n_sweeps=k)`` passes it). The value
         variables are converted once per draw, and ``pm.sample``'s own cost per draw
-        (1-2 ms) is paid once per ``n_sweeps`` sweeps. On UCI Car, rank 4, 2 chains of
-        200 + 2000 draws (``benchmarks/bayes_gibbs.py --n-sweeps 32 16 8 4 1``, seeds 0
-        and 1), bulk ESS/s was 44, 99, 103, 78, 50 and 53, 68, 69, 63, 47 for 1, 4, 8,
-        16, 32 sweeps. A step of ``n_sweeps`` sweeps makes the same chain as
-        ``n_sweeps`` steps of one sweep with the same generator. Where classes overlap,
-        bulk ESS grows with the sweeps, not the recorded draws: on the weakly
-        separated S=2000 case (``benchmarks/bayes_scale.py --rows weak``, truth 0,
-        2 x (500 + 2000) draws) 7, 16 and 32 sweeps per draw gave bulk ESS 112, 291
-        and 507 (aligned r-hat 1.026, 1.007, 1.003), about 0.004 ESS per sweep each:
-        raise ``n_sweeps`` there rather than ``draws``.
+        is paid once per ``n_sweeps`` sweeps; on UCI Car the effective samples per
+        second peak near the default and fall off on either side
+        (:ref:`bench-gibbs-sweeps`). A step of ``n_sweeps`` sweeps makes the same
+        chain as ``n_sweeps`` steps of one sweep with the same generator. Where classes
+        overlap, bulk ESS grows with the sweeps, not the recorded draws: raise
+        ``n_sweeps`` there rather than ``draws``.
 
     Raises
     ------

@@ -45,7 +45,7 @@ from bayespmf.pmf import observed_csr
 __all__ = ["DEFAULT_FACTOR_SWEEPS", "RegressionFactorGibbs", "gibbs_steps"]
 
 #: Gibbs sweeps of the factors per recorded draw (between two NUTS steps of the
-#: coefficients); see :class:`RegressionFactorGibbs` for the measurement.
+#: coefficients); see :ref:`bench-gibbs-regression` for the measurement.
 DEFAULT_FACTOR_SWEEPS = 4
 
 _FACTOR_PREFIX = "A_"
@@ -131,13 +131,8 @@ class RegressionFactorGibbs(BlockedStep):
         :data:`DEFAULT_FACTOR_SWEEPS`). Inside a :func:`gibbs_steps` compound, more
         sweeps move the factors further per NUTS step of the coefficients (a NUTS step
         costs several gradients, each a pass over the data; a sweep costs about one).
-        On the simulation of ``benchmarks/bayes_gibbs_regression.py --n-sweeps ...``
-        (S = 1000, 2 chains of 500 + 1000 draws, one run per seed, 2 cores shared
-        with other work, so only ratios within a run mean much), the smallest bulk
-        ESS per second was 16.1, 25.4, 16.3, 16.1 for 1, 2, 4, 8 sweeps on seed 0
-        and 1.8, 8.4, 14.7 for 1, 2, 4 on seed 1 (PyMC's NUTS on every variable: 4.9
-        and 2.4); the factors' ESS grows with the sweeps (seed 0: 458, 873, 1208,
-        1454), the coefficients' does not (NUTS given the factors limits it).
+        The factors' ESS grows with the sweeps, the coefficients' does not (NUTS given
+        the factors limits it); the figures are in :ref:`bench-gibbs-regression`.
 
     Raises
     ------

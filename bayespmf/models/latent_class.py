@@ -126,12 +126,11 @@ class PivotLogRatio(Transform):
     entry near zero (a conditional probability the data put at 0) leaks into every
     coordinate of its row. NUTS with a diagonal mass matrix then faces strongly
     correlated coordinates. With the pivot at the entry that is largest at the
-    starting point, the well-determined coordinates stay nearly independent. On UCI
-    Car at rank 4 (several conditional probabilities at 0 in the MLE) the condition
-    number of the diagonally scaled posterior covariance of the draws is 552 in
-    PyMC's coordinates and 11.5 in these; NUTS took 15 leapfrog steps per draw
-    instead of 59 at a similar ESS per draw (``benchmarks/bayes_latent_class.py
-    --compare``).
+    starting point, the well-determined coordinates stay nearly independent: where
+    conditional probabilities are at 0 in the MLE (UCI Car at rank 4) the scaled
+    posterior covariance is far better conditioned in these coordinates, and NUTS
+    takes several times fewer leapfrog steps per draw at a similar ESS per draw
+    (:ref:`bench-pivot`).
 
     A simplex of one entry (the class weights of a rank-1 model) has no free
     coordinate: it is mapped to an empty vector, the inverse gives the constant
@@ -237,7 +236,7 @@ def latent_class_model(
     gradient (``bayespmf.models._rows.ClassSummedLoglik``; numba kernels, rewritten
     into a gather graph for the JAX backends): no one-hot design of the rows is
     built, so large data take far less memory and compile time, at the same cost per
-    gradient (``benchmarks/bench_latent_class_logp.py``).
+    gradient (:ref:`bench-frozen-data`).
     :func:`bayespmf.models.sample` samples the model with its data frozen
     (``pymc.model.transform.optimization.freeze_dims_and_data``); the JAX backends
     need that (static shapes), so freeze it likewise when calling ``pm.sample``

@@ -112,10 +112,9 @@ def sample(
         ``("optima", estimator)``): when the posterior has several modes the chains
         then disagree, and :func:`convergence_summary` says which chains sit where;
         ``idata.posterior.attrs["chain_start_optimum"]`` records the starts. ``None``
-        uses PyMC's default initialization, whose chains can settle in different modes:
-        on UCI Car at rank 4 they did (r-hat 2.37 after label alignment), while every
-        chain started at a CNMF-SPA-EM estimate agreed (r-hat 1.007, bulk ESS 2527;
-        ``benchmarks/bayes_latent_class.py``).
+        uses PyMC's default initialization, whose chains can settle in different modes
+        where chains started at a point estimate agree (see
+        :ref:`bench-default-init`).
     method : {"nuts", "advi", "gibbs"}
         ``"gibbs"`` (latent-class models, with or without covariates; see the end
         of this entry for the covariates): the conjugate Gibbs step
@@ -123,30 +122,22 @@ def sample(
         and discarded, then the Dirichlet conditionals; ``draws``, ``tune``,
         ``chains`` as for NUTS, ``tune`` draws discarded as burn-in, the same start,
         alignment and groups). It needs no gradient and no adaptation, and one step
-        costs one pass over the observed entries (NUTS: one per leapfrog step, 15-110
+        costs one pass over the observed entries (NUTS: one per leapfrog step, tens
         per draw), so prefer it on large data and where NUTS mixes slowly, as with
-        weakly separated classes; where NUTS mixes well the two are about level.
-        Measured on UCI Car at rank 4, 2 chains, same start, one run
-        (``benchmarks/bayes_gibbs.py --seeds 0 1 2 --gibbs-draws 2000``; 2 cores,
-        quiet machine): smallest bulk ESS per second 215, 138, 175 for Gibbs
-        (500 + 2000 draws of 8 sweeps each, aligned r-hat <= 1.003) against 5.4, 49,
-        98 for PyMC's NUTS (500 + 500; r-hat 1.054, 1.017, 1.012): 40, 2.8 and 1.8
-        times. Each recorded draw is ``n_sweeps`` Gibbs sweeps (a keyword of this
-        function with ``method="gibbs"``; by default
+        weakly separated classes; where NUTS mixes well the two are about level
+        (:ref:`bench-gibbs-vs-nuts`). Each recorded draw is ``n_sweeps`` Gibbs
+        sweeps (a keyword of this function with ``method="gibbs"``; by default
         :func:`bayespmf.models.gibbs.default_sweeps`: 8 on Car, fewer as the observed
         entries grow, 1 from 1e5 entries on), so ``pm.sample``'s per-draw cost
-        (1-2 ms) is spread over them where a sweep is cheap (about 0.3 ms on Car).
+        is spread over them where a sweep is cheap (:ref:`bench-gibbs-sweeps`).
         ``simplex_transform`` does not apply (the draws are the same in any
         coordinates). For a latent-class regression each draw is ``n_sweeps``
         Gibbs sweeps of the factors (every row's labels drawn with its own prior
         ``softmax(z beta)``; default
         :data:`bayespmf.models.gibbs_regression.DEFAULT_FACTOR_SWEEPS` = 4) and one
         NUTS step of the coefficients, tuned during ``tune``
-        (:func:`bayespmf.models.gibbs_regression.gibbs_steps`); on the simulation of
-        ``benchmarks/bayes_gibbs_regression.py`` (S = 1000, 2 chains, same start,
-        seeds 0 and 1) its smallest bulk ESS per second was 16.3 and 14.7 against
-        4.9 and 2.4 for NUTS on every variable (one run each, 2 cores shared with
-        other work; r-hat <= 1.005 for both).
+        (:func:`bayespmf.models.gibbs_regression.gibbs_steps`), which mixes faster
+        per second than NUTS on every variable (:ref:`bench-gibbs-regression`).
     nuts_sampler : {"pymc", "nutpie", "numpyro", "blackjax"}, default "pymc"
         The NUTS implementation (the last three need ``pip install
         'bayespmf[samplers]'``). Every one starts chain ``c`` exactly at its start
@@ -158,10 +149,8 @@ def sample(
         gather reads); nutpie and PyMC compile the frozen model, whose likelihood is
         one fused numba loop over the observed entries. numpyro and blackjax run the
         chains in parallel, one CPU device each, when JAX starts inside this call
-        (otherwise vectorized on one device): on S=2000 rows of 15 variables, rank 5,
-        2 cores, numpyro's 2 x (1000 + 2000) took 82 s against 189 s vectorized,
-        aligned r-hat 1.007 and min bulk ESS 470 (``benchmarks/bayes_latent_class.py
-        --compare``), the fastest sampler measured on larger data.
+        (otherwise vectorized on one device, which is much slower); numpyro
+        was the fastest NUTS on larger data (:ref:`bench-jax`).
     draws, tune, chains : int
         For NUTS; for ADVI ``draws`` samples are taken from the fitted approximation
         (one chain) after ``advi_iterations`` optimization steps.
@@ -185,27 +174,21 @@ def sample(
         is largest at the point estimate (:func:`pivot_model`,
         :class:`~bayespmf.models.latent_class.PivotLogRatio`); ``"pymc"``: PyMC's
         default ``simplex`` transform. ``"pivot"`` needs a point estimate and falls
-        back to ``"pymc"`` with ``init=None``. On UCI Car at rank 4 (2 chains x
-        (500 + 500), same start, side by side) it cut the leapfrog steps per draw
-        from 59 to 15 and raised the smallest bulk ESS per second of PyMC's NUTS
-        3.9 and 4.6 times (seeds 0 and 1), and of numpyro's about 1.9 times
-        (``benchmarks/bayes_latent_class.py --compare``). With PyMC's NUTS, nutpie
-        and ADVI the pivot coordinates of all the simplexes are one free vector
-        (``simplex_logratios``, dropped from the draws) and one fused Op for their
-        log-probabilities, priors and Jacobians (``bayespmf.models._pivot``; the
-        same log-density and gradient, to rounding): the graph PyTensor's numba
-        backend compiles for a model shrinks from 160 nodes to 17 (UCI Car, rank
-        4). Measured on 2 cores, one chain of 5 + 5 draws in an empty cache: 21.9 s
-        against 51.6 s with one value transform per variable, and a further model
-        (another rank) 3.8-4.1 s against 14.2-15.5 s (``benchmarks/stack_compare.py``
-        compile row, 2 chains, against PyMC 5 on PyTensor's C backend: 19.9 s
-        against 32.5 s, and 3.6 s against 6.1 s). numpyro and blackjax (JAX has no
-        numba) keep the value transforms.
+        back to ``"pymc"`` with ``init=None``. Where some conditional probabilities
+        are near 0 it cuts the leapfrog steps per draw and raises the effective
+        samples per second of PyMC's and numpyro's NUTS (:ref:`bench-pivot`). With
+        PyMC's NUTS, nutpie and ADVI the pivot coordinates of all the simplexes are
+        one free vector (``simplex_logratios``, dropped from the draws) and one fused
+        Op for their log-probabilities, priors and Jacobians
+        (``bayespmf.models._pivot``; the same log-density and gradient, to rounding):
+        the graph PyTensor's numba backend compiles for a model shrinks from 160
+        nodes to 17 (UCI Car, rank 4), so the first model and every further one
+        (another rank) compile several times faster (:ref:`bench-pivot`). numpyro
+        and blackjax (JAX has no numba) keep the value transforms.
     **sample_kwargs
-        Passed to ``pm.sample`` (e.g. ``target_accept``; PyMC's 0.8 is kept: on UCI
-        Car at rank 4 with the pivot transform, 0.9 took as many leapfrog steps per
-        draw and gave about half the bulk ESS (two seeds), while 0.8 gave 3
-        divergences in 4 x 1000 draws (in the left tail of a small class's entry);
+        Passed to ``pm.sample`` (e.g. ``target_accept``; PyMC's 0.8 is kept: with
+        the pivot transform 0.9 took as many leapfrog steps per draw for less bulk
+        ESS, while 0.8 can leave a few divergences (:ref:`bench-pivot`);
         pass 0.9 when divergences must be zero); see
         :func:`bayespmf.models._sampling.run_sampler` for the defaults of ``init``
         and ``cores``.
@@ -220,9 +203,8 @@ def sample(
         rows are constants of static shape while sampling; the model passed in is
         unchanged. A simplex nest is sampled as built: its data are constants
         already, and freezing would only reorder its free variables (other draws for
-        the same seed) and was no faster: PyMC's NUTS, 200 + 200 draws on 60 rows,
-        19.6-22.3 s frozen against 10.2-16.6 s as built (2 cores, other work
-        running). The JAX backends get static shapes
+        the same seed) and was no faster (:ref:`bench-frozen-data`). The JAX
+        backends get static shapes
         either way (PyMC's JAX driver replaces the shared dimension lengths by
         constants).
     """

@@ -10,7 +10,8 @@ r"""Latent-class regression as a PyMC model: covariates on class membership.
     x_{sn} \mid H_s = f \sim \operatorname{Categorical}(A_n(:, f)),
 
 the class summed out of the likelihood and missing entries (``-1``) skipped.
-:func:`sample_regression` starts NUTS at the maximum-likelihood estimate and relabels
+:func:`bayespmf.models.sample` samples it (NUTS, or ``method="gibbs"``: Gibbs for the
+factors, NUTS for the coefficients) from the maximum-likelihood estimate and relabels
 the draws against it (:func:`align_regression_labels`).
 """
 

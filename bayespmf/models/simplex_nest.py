@@ -1,9 +1,9 @@
 r"""The Dirichlet simplex nest as a PyMC model, sampled from a VLAD start and aligned.
 
 :func:`simplex_nest_model` builds the DSN of Yurochkin et al. (ICML 2019, Sec. 2) with
-Gaussian, Poisson or multinomial kernel; :func:`sample_simplex_nest` runs NUTS or ADVI
-from the VLAD estimate (jittered per chain); :func:`align_vertices` undoes vertex label
-switching draw by draw (Hungarian matching to a pivot), as
+Gaussian, Poisson or multinomial kernel; :func:`bayespmf.models.sample` runs NUTS or
+ADVI on it from the VLAD estimate (jittered per chain); :func:`align_vertices` undoes
+vertex label switching draw by draw (Hungarian matching to a pivot), as
 :func:`bayespmf.models.align_labels` does for latent classes.
 """
 
@@ -400,10 +400,10 @@ def align_vertices(idata, reference_vertices, *, n_refine: int = 2):
     """Relabel every draw's vertices to match a reference by the Hungarian method.
 
     The DSN posterior is invariant to permuting the vertices (with the columns of
-    ``theta``), and chains settle in different permutations (STACK-NOTES.md: vertex
-    r-hat about 1.9 without alignment). For each draw the permutation minimizing the
-    summed squared distance between its vertices and the reference's is applied to
-    every posterior variable with a ``vertex`` dimension.
+    ``theta``), and chains settle in different permutations, which inflates the
+    vertices' r-hat (:ref:`bench-label-switching`). For each draw the permutation
+    minimizing the summed squared distance between its vertices and the reference's
+    is applied to every posterior variable with a ``vertex`` dimension.
 
     Parameters
     ----------

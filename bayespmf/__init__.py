@@ -9,7 +9,7 @@ Examples
 --------
 >>> import bayespmf
 >>> data, target = bayespmf.datasets.load_votes()
->>> model = bayespmf.LatentClassPMF(rank=3, random_state=0).fit(data)
+>>> model = bayespmf.LatentClassPMF(n_components=3, random_state=0).fit(data)
 >>> model.predict(data[:5], target).shape
 (5,)
 

@@ -149,7 +149,7 @@ def check_int(value, name: str, *, owner: str = "", low=None, high=None) -> int:
 
     Examples
     --------
-    >>> check_int(3, "rank", owner="LatentClassPMF", low=1)
+    >>> check_int(3, "n_components", owner="LatentClassPMF", low=1)
     3
     """
     where = f" of {owner}" if owner else ""
@@ -166,13 +166,13 @@ def check_int(value, name: str, *, owner: str = "", low=None, high=None) -> int:
     return value
 
 
-def check_rank_limit(rank, limit: int, *, owner: str, why: str) -> int:
-    """``rank`` as an int in ``[1, limit]``; above ``limit`` the message gives ``why``.
+def check_rank_limit(n_components, limit: int, *, owner: str, why: str) -> int:
+    """``n_components`` as an int in ``[1, limit]``; above it the message says ``why``.
 
     Raises
     ------
     ValueError
-        ``rank`` not an int >= 1.
+        ``n_components`` not an int >= 1.
     DataValidationError
         ``rank > limit``.
 
@@ -181,12 +181,13 @@ def check_rank_limit(rank, limit: int, *, owner: str, why: str) -> int:
     >>> check_rank_limit(3, 4, owner="f", why="4 is the most this data identifies.")
     3
     """
-    rank = check_int(rank, "rank", owner=owner, low=1)
-    if rank > limit:
+    n_components = check_int(n_components, "n_components", owner=owner, low=1)
+    if n_components > limit:
         raise DataValidationError(
-            f"The 'rank' parameter of {owner} is {rank}, but {why} Use rank <= {limit}."
+            f"The 'n_components' parameter of {owner} is {n_components}, but {why} "
+            f"Use n_components <= {limit}."
         )
-    return rank
+    return n_components
 
 
 def check_float(

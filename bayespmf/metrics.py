@@ -196,9 +196,12 @@ def factor_mse(weights, factors, weights_true, factors_true) -> float:
             "columns (rank); they must agree."
         )
     perm = match_components(est, true)
-    rank = w.size
+    n_components = w.size
     factor_err = np.mean(
-        [np.sum((a[:, perm] - b) ** 2) / rank for a, b in zip(est, true, strict=True)]
+        [
+            np.sum((a[:, perm] - b) ** 2) / n_components
+            for a, b in zip(est, true, strict=True)
+        ]
     )
     return float(np.sum((w[perm] - w_true) ** 2) + factor_err)
 

@@ -261,7 +261,7 @@ def run_authors_code(
         ``factors`` (their estimate).
     """
     checkout = Path(checkout).expanduser().resolve()
-    rank = truth.weights.size
+    n_components = truth.weights.size
     n_cat = [a.shape[0] for a in truth.factors]
     with tempfile.TemporaryDirectory(prefix="cnmf-authors-") as tmp:
         work = Path(tmp)
@@ -269,11 +269,11 @@ def run_authors_code(
         (work / "run_cnmf_authors.m").write_text(_DRIVER)
         data = np.asarray(codes, dtype=np.int64) + 1
         np.savetxt(work / "data.csv", data, fmt="%d", delimiter=",")
-        width = max(rank, len(n_cat))
+        width = max(n_components, len(n_cat))
         table = np.zeros((2 + sum(n_cat), width))
-        table[0, :rank] = truth.weights
+        table[0, :n_components] = truth.weights
         table[1, : len(n_cat)] = n_cat
-        table[2:, :rank] = np.vstack(truth.factors)
+        table[2:, :n_components] = np.vstack(truth.factors)
         np.savetxt(work / "truth.csv", table, delimiter=",", fmt="%.17g")
         cells = "{" + ",".join(f"'{m}'" for m in methods) + "}"
         call = (
@@ -281,7 +281,7 @@ def run_authors_code(
             f"addpath('{functions / 'tensorlab'}'); "
             + (f"addpath('{work / 'functions_mle'}'); " if "ad-em" in methods else "")
             + f"run_cnmf_authors('{work / 'data.csv'}', '{work / 'truth.csv'}', "
-            f"'{work}', {rank}, {split}, {cells}, {opt_sweeps}, {ctd_iter}, "
+            f"'{work}', {n_components}, {split}, {cells}, {opt_sweeps}, {ctd_iter}, "
             f"[{ctd_rho[0]:g} {ctd_rho[1]:g}], {int(bool(ctd_uniform_l0))}, "
             f"{int(em_rounds)})"
         )
@@ -297,8 +297,8 @@ def run_authors_code(
         for line in summary.read_text().splitlines():
             name, mse, seconds, iters = line.split(",")
             est = np.loadtxt(work / f"{name}.csv", delimiter=",", ndmin=2)
-            weights = est[0, :rank]
-            stacked = est[1:, :rank]
+            weights = est[0, :n_components]
+            stacked = est[1:, :n_components]
             offsets = np.concatenate([[0], np.cumsum(n_cat)])
             factors = [stacked[offsets[n] : offsets[n + 1]] for n in range(len(n_cat))]
             finite = np.all(np.isfinite(stacked)) and np.all(np.isfinite(weights))

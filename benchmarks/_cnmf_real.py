@@ -555,14 +555,15 @@ def _table_7(report: Report, names) -> None:
 
 def _classify_notes(name: str, spec: dict, args) -> dict:
     """Per row: what differs from the paper's protocol (the first row: the table's)."""
-    ranks = ",".join(map(str, spec["ranks"]))
+    candidates = ",".join(map(str, spec["ranks"]))
     fr = ":".join(f"{100 * f:.0f}" for f in spec["authors_fractions"])
     em = args.real_em_iter
     iters = sorted({i for i in (5, 10, 20, 50, 100, 200, 500) if i < em} | {em})
     ctd_iter, ctd_tol = spec["ctd"]
     return {
         "cnmf-spa": f"{spec['title']}: splits 50:20:30 as the paper (authors' script "
-        f"{fr}, {spec['authors_trials']} trials), rank grid {{{ranks}}} of their script, "
+        f"{fr}, {spec['authors_trials']} trials), rank grid {{{candidates}}} of their "
+        f"script, "
         "time = one fit at the selected setting here; " + _starts_note(args),
         "cnmf-opt": f"CNMF-OPT: from CNMF-SPA, <= {args.real_opt_iter} sweeps, tol 1e-6 "
         "(authors: <= 200 outer iterations of up to 50 inner steps)",
@@ -625,7 +626,7 @@ def _authors_accuracy(name: str, data, target: int, seeds, args) -> dict:
         for seed in seeds[:n]:
             for part, idx in enumerate(_split_indices(data.n_samples, seed)):
                 w.writerow([part, *(idx + 1)])
-    ranks = " ".join(map(str, spec["ranks"]))
+    candidates = " ".join(map(str, spec["ranks"]))
     ctd_iter, ctd_tol = spec["ctd"]
     slow = {"opt", "ctd", "ad"}
     keep = [
@@ -638,7 +639,7 @@ def _authors_accuracy(name: str, data, target: int, seeds, args) -> dict:
     rows = ",".join(keep)
     call = (
         f"addpath('{Path(driver).parent}'); {Path(driver).stem}('{work}', '{code}', "
-        f"[{ranks}], {ctd_iter}, {ctd_tol:g}, '{rows}', {args.real_slow_trials});"
+        f"[{candidates}], {ctd_iter}, {ctd_tol:g}, '{rows}', {args.real_slow_trials});"
     )
     _log(f"  authors' code ({rows}) on {n} splits of {name} under Octave, in {work} ...")
     t0 = time.perf_counter()
@@ -692,7 +693,7 @@ def _run_classify(report: Report, name: str, args) -> None:
             methods=[method],
             baselines=[],
             n_trials=n_trials,
-            ranks=spec["ranks"],
+            candidates=spec["ranks"],
             fractions=FRACTIONS,
             random_state=seed,
             spa_starts=args.real_spa_starts,
@@ -710,7 +711,7 @@ def _run_classify(report: Report, name: str, args) -> None:
         methods=[],
         baselines=baselines,
         n_trials=args.real_trials,
-        ranks=spec["ranks"],
+        candidates=spec["ranks"],
         fractions=FRACTIONS,
         random_state=seed,
     )
@@ -812,11 +813,11 @@ def _authors_ratings(genre: str, data, seeds, args) -> dict:
                 for (r, c, _), v in zip(hidden, rating, strict=True)
             ]
     np.savetxt(work / "hidden.csv", np.array(rows), fmt="%g", delimiter=",")
-    ranks = " ".join(map(str, RATING_RANKS))
+    candidates = " ".join(map(str, RATING_RANKS))
     keep = ",".join(args.real_authors_ml_rows)
     call = (
         f"addpath('{Path(driver).parent}'); {Path(driver).stem}('{work}', '{code}', "
-        f"[{ranks}], '{keep}');"
+        f"[{candidates}], '{keep}');"
     )
     _log(f"  authors' code ({keep}) on {n} splits of {genre} under Octave, in {work} ...")
     t0 = time.perf_counter()
@@ -851,15 +852,15 @@ def _run_ratings(report: Report, genre: str, args) -> None:
     em = args.real_em_iter
     iters = sorted({i for i in (5, 10, 20, 50, 100, 200, 500) if i < em} | {em})
     data_note = f"ml-latest-small, {dataset.data.n_samples} users (paper: MovieLens 20M)"
-    ranks = ",".join(map(str, args.real_ml_ranks))
+    candidates = ",".join(map(str, args.real_ml_ranks))
     if tuple(args.real_ml_ranks) == RATING_RANKS:
-        ranks += " of the authors' script"
+        candidates += " of the authors' script"
     else:
-        ranks += "; the authors' script: 5,10,15,20,25"
+        candidates += "; the authors' script: 5,10,15,20,25"
     notes = {
         "cnmf-spa": f"{data_note}; {title}: 20 %/30 % of the ratings hidden for "
         "validation/test as the paper, MMSE prediction, time = one fit at the selected "
-        f"setting here; CNMF rows: rank grid {{{ranks}}}",
+        f"setting here; CNMF rows: rank grid {{{candidates}}}",
         "cnmf-opt": f"{data_note}; CNMF-OPT: from CNMF-SPA, <= {args.real_opt_iter} "
         "sweeps, tol 1e-6",
         "cnmf-spa-em": f"{data_note}; CNMF-SPA-EM: EM iterations chosen on validation "
@@ -892,9 +893,9 @@ def _run_ratings(report: Report, genre: str, args) -> None:
         n_trials = args.real_ml_slow_trials if method in SLOW else args.real_trials
         if n_trials < 1:
             continue
-        ranks = RATING_CTD_RANKS if method == "ctd" else tuple(args.real_ml_ranks)
+        candidates = RATING_CTD_RANKS if method == "ctd" else tuple(args.real_ml_ranks)
         if row == WIDE_ROW:
-            ranks = wide
+            candidates = wide
         opts: dict = {"spa_starts": args.real_spa_starts}
         if method == "cnmf-spa-em":
             opts["max_iter"] = em
@@ -908,7 +909,7 @@ def _run_ratings(report: Report, genre: str, args) -> None:
             methods=[method],
             baselines=[],
             n_trials=n_trials,
-            ranks=ranks,
+            candidates=candidates,
             random_state=seed,
             **opts,
         )

@@ -225,11 +225,11 @@ CODE_DELTA = {0.1: 0.0005, 0.3: 0.030}
 ANCHOR_MU = 0.4
 
 
-def code_epsilon(stated: float, rank: int = 5) -> float:
+def code_epsilon(stated: float, n_components: int = 5) -> float:
     """The separability that the authors' code builds for a stated epsilon."""
     delta = CODE_DELTA[stated]
-    t = delta / (ANCHOR_MU + (rank - 1) * delta)
-    return float(t * np.sqrt(rank * (rank - 1)))
+    t = delta / (ANCHOR_MU + (n_components - 1) * delta)
+    return float(t * np.sqrt(n_components * (n_components - 1)))
 
 
 def setting(table: str):
@@ -282,7 +282,7 @@ def _paper_split(n_vars):
     return list(range(PAPER_M)), list(range(PAPER_M, n_vars))
 
 
-def _observed_marginals(data, rank):
+def _observed_marginals(data, n_components):
     """Equal weights and every column the variable's observed marginal."""
     m = pairwise_marginals(data)
     factors = []
@@ -290,8 +290,8 @@ def _observed_marginals(data, rank):
         marg = m.one_way(n)
         if marg.sum() <= 0:  # never observed: uniform
             marg = np.full(size, 1.0 / size)
-        factors.append(np.repeat(marg[:, None], rank, axis=1))
-    return np.full(rank, 1.0 / rank), factors
+        factors.append(np.repeat(marg[:, None], n_components, axis=1))
+    return np.full(n_components, 1.0 / n_components), factors
 
 
 @contextlib.contextmanager
@@ -327,11 +327,11 @@ def _authors_h_step(seed):
         _spa_kernel._nnls_rows, _spa_kernel._nnls_columns = saved
 
 
-def _fit(method, data, rank, seed):
+def _fit(method, data, n_components, seed):
     if method == "marginals":
-        return _observed_marginals(data, rank)
+        return _observed_marginals(data, n_components)
     if method == "cnmf-spa-default":
-        est = LatentClassPMF(rank, method="cnmf-spa", random_state=seed).fit(data)
+        est = LatentClassPMF(n_components, method="cnmf-spa", random_state=seed).fit(data)
         return est.weights_, est.factors_
     if method in (
         "cnmf-spa",
@@ -344,22 +344,26 @@ def _fit(method, data, rank, seed):
         m = pairwise_marginals(data)
         split = _paper_split(data.n_variables)
         if method == "cnmf-spa":  # the prior as the authors' SingleSPA.m estimates it
-            spa, _ = cnmf_spa(m, rank, split=split, random_state=seed, prior="anchors")
+            spa, _ = cnmf_spa(
+                m, n_components, split=split, random_state=seed, prior="anchors"
+            )
             return spa.weights, spa.factors
         if method == "cnmf-spa-pg":  # and their H-step too
             with _authors_h_step(seed):
-                spa, _ = cnmf_spa(m, rank, split=split, random_state=seed, prior="anchors")
+                spa, _ = cnmf_spa(
+                    m, n_components, split=split, random_state=seed, prior="anchors"
+                )
             return spa.weights, spa.factors
-        spa, _ = cnmf_spa(m, rank, split=split, random_state=seed)
+        spa, _ = cnmf_spa(m, n_components, split=split, random_state=seed)
         if method == "cnmf-spa-ls":
             return spa.weights, spa.factors
         if method == "cnmf-opt":
-            params, _ = cnmf_opt(m, rank, init=spa, random_state=seed)
+            params, _ = cnmf_opt(m, n_components, init=spa, random_state=seed)
         else:  # EM from the floored CNMF-SPA estimate, as LatentClassPMF does
             capped = method == "cnmf-spa-em-30"
             params, _ = fit_em(
                 data,
-                rank,
+                n_components,
                 init=floor_params(spa),
                 max_iter=PAPER_EM_ITER if capped else DEFAULT_MAX_ITER["em"],
                 tol=DEFAULT_TOL["em"],
@@ -367,14 +371,16 @@ def _fit(method, data, rank, seed):
         return params.weights, params.factors
     if method in ("em", "em-30"):
         max_iter = PAPER_EM_ITER if method == "em-30" else DEFAULT_MAX_ITER["em"]
-        est = LatentClassPMF(rank, method="em", max_iter=max_iter, random_state=seed)
+        est = LatentClassPMF(
+            n_components, method="em", max_iter=max_iter, random_state=seed
+        )
         est.fit(data)
         return est.weights_, est.factors_
-    est = LatentClassPMF(rank, method=method, random_state=seed).fit(data)
+    est = LatentClassPMF(n_components, method=method, random_state=seed).fit(data)
     return est.weights_, est.factors_
 
 
-def fit_one(method, data, rank, seed):
+def fit_one(method, data, n_components, seed):
     """``(weights, factors, seconds)`` of one method on ``data`` (see the module doc).
 
     A method that refuses the data (a ``DataValidationError``, e.g. CTD when no triple
@@ -385,7 +391,7 @@ def fit_one(method, data, rank, seed):
         warnings.simplefilter("ignore", LocalOptimumWarning)
         start = time.perf_counter()
         try:
-            weights, factors = _fit(method, data, rank, seed)
+            weights, factors = _fit(method, data, n_components, seed)
         except DataValidationError as err:
             return None, str(err).split(". ")[0], time.perf_counter() - start
         seconds = time.perf_counter() - start
@@ -440,11 +446,11 @@ def run_table(
         for trial, trial_seq in enumerate(col_seq.spawn(n_trials)):
             trial_seed = int(trial_seq.generate_state(1)[0])
             data, truth = make(column, trial_seed)
-            rank = truth.weights.size
+            n_components = truth.weights.size
             if trial == 0 and "marginals" in methods:
                 loglik["truth"] = _loglik(data, truth.weights, truth.factors)
             for m in methods:
-                w, a, sec = fit_one(m, data, rank, trial_seed)
+                w, a, sec = fit_one(m, data, n_components, trial_seed)
                 if w is None:
                     refused[m] = (refused.get(m, (0, ""))[0] + 1, a)
                     continue

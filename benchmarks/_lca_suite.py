@@ -51,7 +51,7 @@ class Case:
 
     name: str
     data: CategoricalData
-    rank: int
+    n_components: int
     note: str
 
 
@@ -115,9 +115,11 @@ MADE_CASES: dict[str, tuple[int, str, tuple, dict]] = {
 
 def made_case(name: str, seed: int) -> Case:
     """The case ``name`` of :data:`MADE_CASES`, drawn with generator seed ``seed``."""
-    rank, note, args, kwargs = MADE_CASES[name]
-    data, _ = datasets.make_latent_class(*args, rank=rank, random_state=seed, **kwargs)
-    return Case(name, data, rank, note)
+    n_components, note, args, kwargs = MADE_CASES[name]
+    data, _ = datasets.make_latent_class(
+        *args, n_components=n_components, random_state=seed, **kwargs
+    )
+    return Case(name, data, n_components, note)
 
 
 def sim_plateau(seed: int) -> Case:

@@ -313,11 +313,13 @@ def main(argv=None):
     methods = ["cnmf-spa", "cnmf-spa-em", "em", "squarem"]
     if args.with_opt:
         methods.insert(1, "cnmf-opt")
-    ranks = args.posterior_ranks or None
+    candidates = args.posterior_ranks or None
     combine = args.combine
     if combine is None:
         combine = (
-            list(POSTERIOR_COMBINE) if ranks and len(ranks) > 1 else ["chosen", "plugin"]
+            list(POSTERIOR_COMBINE)
+            if candidates and len(candidates) > 1
+            else ["chosen", "plugin"]
         )
     post = [
         {
@@ -325,7 +327,7 @@ def main(argv=None):
             "tune": args.draws,
             "chains": args.chains,
             "n_trials": args.posterior_trials,
-            "ranks": ranks,
+            "candidates": candidates,
             "combine": combine,
             "factor_prior": a,
             "label": "" if a == 1.0 else f"a={a:g}",
@@ -336,7 +338,7 @@ def main(argv=None):
         f"# bayespmf applications benchmark (seed {args.seed}, {args.trials} trials; "
         f"posterior-predictive NUTS {args.chains} x ({args.draws} + {args.draws}) on "
         f"{args.posterior_trials} trial(s) of {args.posterior_on}; posterior ranks "
-        f"{ranks or 'chosen on validation'}, factor priors {args.factor_priors}, rows "
+        f"{candidates or 'chosen on validation'}, factor priors {args.factor_priors}, rows "
         f"{combine})\n",
         flush=True,
     )

@@ -64,7 +64,7 @@ def run_sample(model, point, method, *, draws, tune, chains, seed, **kw):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rank", type=int, default=4)
+    ap.add_argument("--n-components", type=int, default=4)
     ap.add_argument("--chains", type=int, default=2)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--nuts-draws", type=int, default=500)
@@ -80,9 +80,9 @@ def main():
     )
     args = ap.parse_args()
     data = load_car().data
-    model = latent_class_model(data, args.rank)
+    model = latent_class_model(data, args.n_components)
     print(
-        f"UCI Car, rank {args.rank}, {args.chains} chains, S={data.n_samples}; "
+        f"UCI Car, rank {args.n_components}, {args.chains} chains, S={data.n_samples}; "
         "sampling time includes compilation"
     )
     print(
@@ -90,7 +90,7 @@ def main():
         f"{'bulk ESS':>9} {'ESS/s':>7}"
     )
     for seed in args.seeds:
-        point = LatentClassPMF(args.rank, random_state=seed).fit(data)
+        point = LatentClassPMF(args.n_components, random_state=seed).fit(data)
         runs = {}
         if args.nuts_draws > 0:
             runs["nuts-pymc"] = ("nuts", args.nuts_draws, args.nuts_tune, None)

@@ -37,11 +37,13 @@ from scipy import stats
 from bayespmf.models import LatentClassGibbs, latent_class_model
 
 
-def simulate(rng, n_rows, n_categories, rank, missing, weights_prior, factor_prior):
+def simulate(rng, n_rows, n_categories, n_components, missing, weights_prior, factor_prior):
     """Parameters from the prior and rows from the model (-1 for a missing entry)."""
-    weights = rng.dirichlet(np.full(rank, weights_prior))
-    factors = [rng.dirichlet(np.full(k, factor_prior), size=rank) for k in n_categories]
-    z = rng.choice(rank, size=n_rows, p=weights)
+    weights = rng.dirichlet(np.full(n_components, weights_prior))
+    factors = [
+        rng.dirichlet(np.full(k, factor_prior), size=n_components) for k in n_categories
+    ]
+    z = rng.choice(n_components, size=n_rows, p=weights)
     codes = np.empty((n_rows, len(n_categories)), dtype=np.int64)
     for n, a in enumerate(factors):
         u = rng.random(n_rows)[:, None]
@@ -65,14 +67,14 @@ def quantity_names(n_categories, cells):
 
 
 @cache
-def _model_and_step(rows, categories, rank, weights_prior, factor_prior, thin):
+def _model_and_step(rows, categories, n_components, weights_prior, factor_prior, thin):
     """One model and step per setting: the replications differ only by their rows,
     which :func:`run_replication` gives the step (building a model and compiling its
     transforms per replication would cost more than its Gibbs run).
     """
     model = latent_class_model(
         np.zeros((rows, len(categories)), dtype=np.int64),
-        rank,
+        n_components,
         n_categories=list(categories),
         weights_prior=weights_prior,
         factor_prior=factor_prior,
@@ -87,7 +89,7 @@ def run_replication(seed, args):
         rng,
         args.rows,
         args.categories,
-        args.rank,
+        args.n_components,
         args.missing,
         args.weights_prior,
         args.factor_prior,
@@ -99,7 +101,7 @@ def run_replication(seed, args):
     model, step = _model_and_step(
         args.rows,
         tuple(args.categories),
-        args.rank,
+        args.n_components,
         args.weights_prior,
         fit_prior,
         args.thin,
@@ -118,26 +120,28 @@ def run_replication(seed, args):
     return (np.array(draws) < truth).sum(axis=0)
 
 
-def uniformity(ranks, n_draws, bins):
+def uniformity(candidates, n_draws, bins):
     """Rank counts in ``bins`` equal bins of 0..n_draws, chi-square and p-value."""
     edges = np.linspace(0, n_draws + 1, bins + 1)
-    counts = np.histogram(ranks, bins=edges)[0]
+    counts = np.histogram(candidates, bins=edges)[0]
     res = stats.chisquare(counts)
     return counts, float(res.statistic), float(res.pvalue)
 
 
-def pooled(ranks, n_draws, bins):
+def pooled(candidates, n_draws, bins):
     """:func:`uniformity` of every quantity's ranks together (a loose overall check:
     the quantities of one replication are not independent)."""
-    return uniformity(ranks.ravel(), n_draws, bins)
+    return uniformity(candidates.ravel(), n_draws, bins)
 
 
 def sbc(args):
     """Run the replications; return the quantity names and the ranks (reps x q)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ranks = np.array([run_replication(args.seed + r, args) for r in range(args.reps)])
-    return quantity_names(args.categories, args.cells), ranks
+        candidates = np.array(
+            [run_replication(args.seed + r, args) for r in range(args.reps)]
+        )
+    return quantity_names(args.categories, args.cells), candidates
 
 
 def parse_args(argv=None):
@@ -146,7 +150,7 @@ def parse_args(argv=None):
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--rows", type=int, default=40)
     ap.add_argument("--categories", type=int, nargs="+", default=[2, 3, 2, 3])
-    ap.add_argument("--rank", type=int, default=2)
+    ap.add_argument("--n-components", type=int, default=2)
     ap.add_argument("--missing", type=float, default=0.1)
     ap.add_argument("--weights-prior", type=float, default=1.0)
     ap.add_argument("--factor-prior", type=float, default=1.0)
@@ -166,11 +170,12 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     start = time.perf_counter()
-    names, ranks = sbc(args)
+    names, candidates = sbc(args)
     seconds = time.perf_counter() - start
     print(
         f"SBC of LatentClassGibbs: {args.reps} replications, S={args.rows}, "
-        f"categories {args.categories}, rank {args.rank}, {args.missing:.0%} missing, "
+        f"categories {args.categories}, rank {args.n_components}, "
+        f"{args.missing:.0%} missing, "
         f"priors {args.weights_prior}/{args.factor_prior}"
         + (
             f" (sampled with factor_prior={args.factor_prior_fit})"
@@ -182,10 +187,10 @@ def main(argv=None):
     print(f"{'quantity':>12} {'rank counts per bin':>28} {'chi2':>7} {'p':>7}")
     pvalues = []
     for q, name in enumerate(names):
-        counts, chi2, p = uniformity(ranks[:, q], args.draws, args.bins)
+        counts, chi2, p = uniformity(candidates[:, q], args.draws, args.bins)
         pvalues.append(p)
         print(f"{name:>12} {' '.join(f'{c:4d}' for c in counts):>28} {chi2:7.2f} {p:7.3f}")
-    counts, chi2, p = pooled(ranks, args.draws, args.bins)
+    counts, chi2, p = pooled(candidates, args.draws, args.bins)
     print(f"{'pooled':>12} {' '.join(f'{c:4d}' for c in counts):>28} {chi2:7.2f} {p:7.3f}")
     p_min = min(pvalues)
     print(

@@ -62,17 +62,19 @@ def summarize(label, idata, elapsed):
     )
 
 
-def run(name, data, rank, args):
-    print(f"\n### {name}: {data!r}, rank {rank}")
+def run(name, data, n_components, args):
+    print(f"\n### {name}: {data!r}, rank {n_components}")
     t0 = time.perf_counter()
-    point = LatentClassPMF(rank, method="cnmf-spa-em", random_state=args.seed).fit(data)
+    point = LatentClassPMF(n_components, method="cnmf-spa-em", random_state=args.seed).fit(
+        data
+    )
     print(f"CNMF-SPA-EM point estimate: {time.perf_counter() - t0:.2f} s")
     print(
         "| sampler | wall s | divergences | raw r-hat max | raw ESS min "
         "| aligned r-hat max | aligned ESS min |"
     )
     print("|---|---|---|---|---|---|---|")
-    model = latent_class_model(data, rank)
+    model = latent_class_model(data, n_components)
     common = dict(
         draws=args.draws,
         tune=args.tune,
@@ -123,11 +125,11 @@ def variants(args):
     ]
 
 
-def compare(name, data, rank, args):
+def compare(name, data, n_components, args):
     n_patterns = len(np.unique(np.asarray(data.codes), axis=0))
-    print(f"\n### {name}: {data!r}, rank {rank}; {n_patterns} distinct rows")
+    print(f"\n### {name}: {data!r}, rank {n_components}; {n_patterns} distinct rows")
     t0 = time.perf_counter()
-    point = LatentClassPMF(rank, random_state=args.seed).fit(data)
+    point = LatentClassPMF(n_components, random_state=args.seed).fit(data)
     print(f"point estimate (sample's init='auto'): {time.perf_counter() - t0:.1f} s")
     print(
         f"{args.chains} chains x ({args.tune} tune + {args.draws} draws), seed {args.seed}"
@@ -137,7 +139,7 @@ def compare(name, data, rank, args):
         "| max aligned r-hat | divergences | leapfrog steps/draw |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    model = latent_class_model(data, rank)
+    model = latent_class_model(data, n_components)
     for backend in args.samplers:
         if backend != "pymc" and importlib.util.find_spec(backend) is None:
             print(f"| {backend} | - | - | not installed | | | | | |")

@@ -43,7 +43,7 @@ def main(argv=None):
     parser.add_argument("--n-samples", type=int, default=100_000)
     parser.add_argument("--n-variables", type=int, default=15)
     parser.add_argument("--n-categories", type=int, default=10)
-    parser.add_argument("--rank", type=int, default=10)
+    parser.add_argument("--n-components", type=int, default=10)
     parser.add_argument("--missing", type=float, default=0.5)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=20)
@@ -72,7 +72,7 @@ def main(argv=None):
         args.n_samples, args.n_variables, args.n_categories, args.missing, args.seed
     )
     n_cat = np.full(args.n_variables, args.n_categories)
-    start = init_random(n_cat, args.rank, random_state=args.seed)
+    start = init_random(n_cat, args.n_components, random_state=args.seed)
     w, a = start.weights, np.concatenate(start.factors)
 
     onehot = one_hot_design(codes, n_cat, drop_empty=True)
@@ -88,7 +88,7 @@ def main(argv=None):
         specs.append((f"PyTensor graph, {linker} linker", kw))
     for label, kw in specs:
         t = time.perf_counter()
-        kernels[label] = build_em_kernel(codes, n_cat, args.rank, **kw)
+        kernels[label] = build_em_kernel(codes, n_cat, args.n_components, **kw)
         got = kernels[label].step(w, a)  # the first call compiles the PyTensor graph
         compile_s[label] = time.perf_counter() - t
         errors[label] = max(
@@ -112,7 +112,7 @@ def main(argv=None):
 
     print(
         f"EM step: S={args.n_samples}, N={args.n_variables}, I={args.n_categories}, "
-        f"F={args.rank}, missing={args.missing:.0%}, observed entries={onehot.nnz}"
+        f"F={args.n_components}, missing={args.missing:.0%}, observed entries={onehot.nnz}"
     )
     print(
         f"{'step':40s} {'median ms':>10s} {'min ms':>8s} {'/ SciPy':>8s} "

@@ -58,7 +58,7 @@ CASES = {
 }  # fmt: skip
 
 
-def old_potential_model(data, rank):
+def old_potential_model(data, n_components):
     """The pre-issue-13 model: a Potential on a dense constant one-hot design."""
     import pymc as pm
     import pytensor.tensor as pt
@@ -66,17 +66,17 @@ def old_potential_model(data, rank):
     from bayespmf.models.latent_class import category_dim, factor_var_name
     from bayespmf.pmf import one_hot_design
 
-    coords = {"class": np.arange(rank), "row": np.arange(data.n_samples)}
+    coords = {"class": np.arange(n_components), "row": np.arange(data.n_samples)}
     for name, cats in zip(data.names, data.categories, strict=True):
         coords[category_dim(name)] = list(cats)
     design = one_hot_design(data.codes, data.n_categories)
     with pm.Model(coords=coords) as model:
-        weights = pm.Dirichlet("weights", a=np.ones(rank), dims="class")
+        weights = pm.Dirichlet("weights", a=np.ones(n_components), dims="class")
         log_factors = []
         for name, k in zip(data.names, data.n_categories, strict=True):
             a = pm.Dirichlet(
                 factor_var_name(name),
-                a=np.ones((rank, int(k))),
+                a=np.ones((n_components, int(k))),
                 dims=("class", category_dim(name)),
             )
             log_factors.append(pt.log(a).T)
@@ -123,27 +123,27 @@ def run_case(name, spec, rounds, calls, seed, backends):
     data, _ = make_latent_class(
         spec["n_samples"],
         spec["n_categories"],
-        rank=spec["rank"],
+        n_components=spec["rank"],
         observed_prob=spec["observed"],
         drop_empty_rows=True,
         random_state=seed,
     )
-    rank = spec["rank"]
+    n_components = spec["rank"]
     _rows.FUSED = False
     try:
-        one_hot = freeze_dims_and_data(latent_class_model(data, rank))
+        one_hot = freeze_dims_and_data(latent_class_model(data, n_components))
     finally:
         _rows.FUSED = True
-    fused = latent_class_model(data, rank)
+    fused = latent_class_model(data, n_components)
     models = {
-        "potential one-hot (old)": old_potential_model(data, rank),
+        "potential one-hot (old)": old_potential_model(data, n_components),
         "rows one-hot, frozen": one_hot,
         "rows fused": fused,
         "rows fused, frozen": freeze_dims_and_data(fused),
     }
     print(
         f"\n== {name}: S={data.n_samples}, I_n={list(map(int, data.n_categories))}, "
-        f"F={rank}, missing {100 * data.missing_fraction:.0f}% =="
+        f"F={n_components}, missing {100 * data.missing_fraction:.0f}% =="
     )
     fns = {}
     for backend in backends:
@@ -184,7 +184,7 @@ def _memory_child(n_samples: int, formulation: str, seed: int) -> None:
     data, _ = make_latent_class(
         n_samples,
         spec["n_categories"],
-        rank=spec["rank"],
+        n_components=spec["rank"],
         observed_prob=spec["observed"],
         drop_empty_rows=True,
         random_state=seed,

@@ -44,19 +44,21 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-samples", type=int, default=200)
     parser.add_argument("--n-variables", type=int, nargs="+", default=[500, 2000])
-    parser.add_argument("--rank", type=int, default=2)
+    parser.add_argument("--n-components", type=int, default=2)
     parser.add_argument(
         "--no-old", action="store_true", help="skip the fit without the wide-data gate"
     )
     args = parse_args_quick(parser, argv, n_samples=100, n_variables=[400], no_old=True)
     # compile the EM kernels once, outside the timings
-    warm, _ = make_latent_class(50, [2] * 10, rank=args.rank, random_state=0)
+    warm, _ = make_latent_class(
+        50, [2] * 10, n_components=args.n_components, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ms.LocalOptimumWarning)
-        lc.fit_latent_class(warm, args.rank, method="em", random_state=0)
-        lc.fit_latent_class(warm, args.rank, n_init=10, random_state=0)
+        lc.fit_latent_class(warm, args.n_components, method="em", random_state=0)
+        lc.fit_latent_class(warm, args.n_components, n_init=10, random_state=0)
     print(
-        f"S={args.n_samples} rows, binary items, rank {args.rank}, "
+        f"S={args.n_samples} rows, binary items, rank {args.n_components}, "
         f"n_init={defaults.DEFAULT_N_INIT} (default)"
     )
     header = (
@@ -67,18 +69,20 @@ def main(argv=None) -> None:
     print(header)
     for n_vars in args.n_variables:
         data, _ = make_latent_class(
-            args.n_samples, [2] * n_vars, rank=args.rank, random_state=0
+            args.n_samples, [2] * n_vars, n_components=args.n_components, random_state=0
         )
         em, t_em = timed(
             lambda data=data: lc.fit_latent_class(
-                data, args.rank, method="em", random_state=0
+                data, args.n_components, method="em", random_state=0
             )
         )
         source = fit_source.as_source(data, None)
         marginals, t_pair = timed(source.pairwise_marginals)
         wide = ms._wide_data(source.n_categories)
         fast = ms.WIDE_CNMF_SPA if wide else {}
-        _, t_spa = timed(lambda m=marginals: cnmf_spa(m, args.rank, random_state=0, **fast))
+        _, t_spa = timed(
+            lambda m=marginals: cnmf_spa(m, args.n_components, random_state=0, **fast)
+        )
         cycles = []
         step = ms.batched_squarem_pmf_step
 
@@ -91,7 +95,9 @@ def main(argv=None) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ms.LocalOptimumWarning)
                 auto, t_auto = timed(
-                    lambda data=data: lc.fit_latent_class(data, args.rank, random_state=0)
+                    lambda data=data: lc.fit_latent_class(
+                        data, args.n_components, random_state=0
+                    )
                 )
         finally:
             ms.batched_squarem_pmf_step = step
@@ -104,7 +110,7 @@ def main(argv=None) -> None:
                     warnings.simplefilter("ignore", ms.LocalOptimumWarning)
                     ungated, t_old = timed(
                         lambda data=data: lc.fit_latent_class(
-                            data, args.rank, random_state=0
+                            data, args.n_components, random_state=0
                         )
                     )
             finally:

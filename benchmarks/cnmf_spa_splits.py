@@ -72,7 +72,7 @@ def _fmt_split(split):
     )
 
 
-def _former_rule(m, rank, seed, n_splits=4):
+def _former_rule(m, n_components, seed, n_splits=4):
     """The split rule before issue 15: the least misfit among 12 balanced splits.
 
     Contiguous halves (the first of tied cuts, so M = 2 at N = 5), even/odd
@@ -94,7 +94,7 @@ def _former_rule(m, rank, seed, n_splits=4):
     best = None
     for s1, s2 in parts:
         for cand in ((s1, s2), (s2, s1)):
-            est, info = cnmf_spa(m, rank, split=cand)
+            est, info = cnmf_spa(m, n_components, split=cand)
             if best is None or info["misfit"] < best[1]["misfit"]:
                 best = (est, info)
     return best
@@ -124,7 +124,7 @@ def run_splits(args):
     )
     print("| generator | S | variant | MSE | split chosen | s/fit | paper |")
     print("|---|---|---|---|---|---|---|")
-    for name, make, rank, fixed_s1 in generators:
+    for name, make, n_components, fixed_s1 in generators:
         for size in args.sizes:
             rows = {v: {"mse": [], "split": [], "time": []} for v in variants}
             for t in range(args.trials):
@@ -138,14 +138,14 @@ def run_splits(args):
                 for v in variants:
                     t0 = time.perf_counter()
                     if v.startswith("former"):
-                        est, info = _former_rule(m, rank, seed)
+                        est, info = _former_rule(m, n_components, seed)
                     else:
                         kw = {
                             "bootstrap (ours)": {},
                             "misfit, same candidates": {"selection": "misfit"},
                             "fixed M=3 (paper)": {"split": fixed},
                         }[v]
-                        est, info = cnmf_spa(m, rank, random_state=seed, **kw)
+                        est, info = cnmf_spa(m, n_components, random_state=seed, **kw)
                     rows[v]["time"].append(time.perf_counter() - t0)
                     rows[v]["mse"].append(
                         factor_mse(est.weights, est.factors, truth.weights, truth.factors)

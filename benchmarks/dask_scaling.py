@@ -128,7 +128,7 @@ def main():
     tiny = generated(1000, 500)
     with dask.config.set(scheduler="synchronous"):
         DaskEMKernel(tiny, RANK).step(w0, a0)
-    build_em_kernel(tiny.compute(), rank=RANK).step(w0, a0)
+    build_em_kernel(tiny.compute(), n_components=RANK).step(w0, a0)
 
     with dask.config.set(scheduler=args.scheduler):
         for size in sizes:
@@ -156,7 +156,7 @@ def main():
                 row(size, "in-memory", "marginals", p)
                 assert np.array_equal(ref.joint, marg.joint)
                 with Phase() as p:
-                    mem_kernel = build_em_kernel(codes, rank=RANK)
+                    mem_kernel = build_em_kernel(codes, n_components=RANK)
                 row(size, "in-memory", "em build", p)
                 with Phase() as p:
                     for _ in range(args.em_steps):

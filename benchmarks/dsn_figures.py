@@ -231,7 +231,7 @@ ISSUE_NUMBERS = {
 }
 
 
-def reference_vlad(X, n_vertices, kernel, random_state):
+def reference_vlad(X, n_components, kernel, random_state):
     r"""What the public VLAD code (github.com/moonfolk/VLAD, ``vlad.py``) computes.
 
     Written from its description, not its code; it differs from Alg. 1 of the paper
@@ -258,7 +258,7 @@ def reference_vlad(X, n_vertices, kernel, random_state):
     """
     Y = np.asarray(X, dtype=float)
     n, _ = Y.shape
-    K = n_vertices
+    K = n_components
     sub = top_subspace(Y, K + 1)  # K factors kept, the (K+1)-th value for "deconv"
     s = sub.singular_values
     if kernel == "gaussian":
@@ -493,7 +493,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every n (not D)")
     ap.add_argument("--kernels", default="gaussian,poisson,multinomial")
-    ap.add_argument("--n-vertices", type=int, default=10)
+    ap.add_argument("--n-components", type=int, default=10)
     ap.add_argument("--alpha", type=float, default=2.0)
     ap.add_argument("--n-init", type=int, default=8, help="k-means restarts (paper: 8)")
     ap.add_argument("--seed", type=int, default=0)
@@ -542,7 +542,7 @@ def main() -> None:
         all_worse += [
             (kernel, *w)
             for w in convergence(
-                kernel, ns, D, args.n_vertices, args.alpha, args.seed, args.n_init
+                kernel, ns, D, args.n_components, args.alpha, args.seed, args.n_init
             )
         ]
     if not args.skip_bayes:
@@ -574,7 +574,7 @@ def main() -> None:
                 values,
                 n,
                 D,
-                args.n_vertices,
+                args.n_components,
                 range(args.seed, args.seed + args.seeds),
                 args.n_init,
             )

@@ -17,11 +17,11 @@ estimate (a vector after VLAD's asymmetric fallback; the paper's HMC was given
 alpha = 0.05 and 100 iterations); its row uses the posterior-mean vertices.
 
 K is chosen first by held-out completion (:func:`bayespmf.fit.simplex_selection.
-select_n_vertices`, VLAD, 5 folds of the training days) unless ``--n-vertices`` is
-given.
+select_simplex_n_components`, VLAD, 5 folds of the training days) unless
+``--n-components`` is given.
 
     python benchmarks/dsn_finance.py                  # 6 min on a loaded 2-core machine
-    python benchmarks/dsn_finance.py --n-vertices 5   # skip the choice of K (1.5 min)
+    python benchmarks/dsn_finance.py --n-components 5   # skip the choice of K (1.5 min)
 
 Measured (2026-11, 2 cores shared with other jobs): completion chose K = 2 (its error
 rises with K: 2.94, 6.69, 16.0 ... at K = 2, 3, 4); at K = 2 VLAD 0.351 / GDM 0.351 /
@@ -47,7 +47,7 @@ from bayespmf.fit.simplex_metrics import (
     simplex_frobenius_error,
     simplex_volume,
 )
-from bayespmf.fit.simplex_selection import select_n_vertices
+from bayespmf.fit.simplex_selection import select_simplex_n_components
 
 #: Table 2 (right) of the paper: 55 companies, 3000 training / 400 held-out days,
 #: method -> (Frobenius norm, volume, time). Another panel: for orientation only.
@@ -90,7 +90,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--days", type=int, default=3400, help="last trading days used")
     ap.add_argument("--train", type=int, default=3000, help="first days for fitting")
-    ap.add_argument("--n-vertices", type=int, default=None, help="K (default: chosen)")
+    ap.add_argument("--n-components", type=int, default=None, help="K (default: chosen)")
     ap.add_argument("--candidates", default="2,3,4,5,6,7,8", help="K values to compare")
     ap.add_argument("--n-splits", type=int, default=5)
     ap.add_argument("--nuts-rows", type=int, default=200)
@@ -118,11 +118,11 @@ def main() -> None:
         f"sp500 daily returns (%): {R.shape[1]} stocks, days {R.index[0].date()} .. "
         f"{R.index[-1].date()}; train {len(train)} days, held out {len(test)}"
     )
-    K = args.n_vertices
+    K = args.n_components
     if K is None:
         ks = [int(k) for k in args.candidates.split(",")]
         print(f"\n-- choosing K among {ks}: VLAD, {args.n_splits}-fold completion --")
-        table, K = select_n_vertices(
+        table, K = select_simplex_n_components(
             train, ks, "vlad", n_splits=args.n_splits, random_state=args.seed
         )
         print(table.to_string(float_format=lambda v: f"{v:.5f}"))

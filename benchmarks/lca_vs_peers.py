@@ -49,16 +49,16 @@ NURSERY_ROWS = 3000
 def cases(quick: bool):
     out = []
     d, _ = make_latent_class(
-        2000, 3, rank=3, n_variables=8, observed_prob=0.8, random_state=1
+        2000, 3, n_components=3, n_variables=8, observed_prob=0.8, random_state=1
     )
     out.append(("sim F=3 (8x3 cats, 20% missing)", d, 3))
     d, _ = make_latent_class(
-        3000, [2, 3, 4, 2, 3, 4, 2, 3], rank=4, observed_prob=0.9, random_state=2
+        3000, [2, 3, 4, 2, 3, 4, 2, 3], n_components=4, observed_prob=0.9, random_state=2
     )
     out.append(("sim F=4 (mixed cats, 10% missing)", d, 4))
     if not quick:
         d, _ = make_latent_class(
-            1000, 2, rank=2, n_variables=10, observed_prob=0.7, random_state=3
+            1000, 2, n_components=2, n_variables=10, observed_prob=0.7, random_state=3
         )
         out.append(("sim F=2 (10 binary, 30% missing)", d, 2))
     out.append(("Car", load_car().data, 4))
@@ -69,18 +69,18 @@ def cases(quick: bool):
     return out
 
 
-def n_parameters(n_cat, rank):
-    return rank * (1 + int(np.sum(np.asarray(n_cat) - 1))) - 1
+def n_parameters(n_cat, n_components):
+    return n_components * (1 + int(np.sum(np.asarray(n_cat) - 1))) - 1
 
 
-def stepmix_fit(data, rank):
+def stepmix_fit(data, n_components):
     """StepMix's categorical_nan fit; its parameters as LatentClassParams."""
     x = stepmix_input(data.codes)
-    model, elapsed = fit_stepmix(x, rank, n_init=STEPMIX_N_INIT, random_state=0)
+    model, elapsed = fit_stepmix(x, n_components, n_init=STEPMIX_N_INIT, random_state=0)
     par = model.get_parameters()
     pis = np.asarray(par["measurement"]["pis"])  # (F, N * L)
     n_cat = data.n_categories
-    pis = pis.reshape(rank, len(n_cat), -1)
+    pis = pis.reshape(n_components, len(n_cat), -1)
     factors = []
     for n, k in enumerate(n_cat):
         a = pis[:, n, :k].T.copy()
@@ -91,19 +91,19 @@ def stepmix_fit(data, rank):
 
 def peers_table(quick: bool) -> pd.DataFrame:
     rows = []
-    for name, data, rank in cases(quick):
+    for name, data, n_components in cases(quick):
         n_obs = int((data.codes >= 0).any(axis=1).sum())
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LocalOptimumWarning)
-            model = LatentClassPMF(rank, random_state=0).fit(data)
+            model = LatentClassPMF(n_components, random_state=0).fit(data)
         t_ours = time.perf_counter() - t0
         print(f"  {name}: bayespmf {t_ours:.1f} s", file=sys.stderr, flush=True)
         ll_ours = float(log_likelihood_rows(data, model.weights_, model.factors_).sum())
-        sm_params, t_sm, _, _ = stepmix_fit(data, rank)
+        sm_params, t_sm, _, _ = stepmix_fit(data, n_components)
         ll_sm = float(log_likelihood_rows(data, *sm_params).sum())
         print(f"  {name}: StepMix {t_sm:.1f} s", file=sys.stderr, flush=True)
-        k = n_parameters(data.n_categories, rank)
+        k = n_parameters(data.n_categories, n_components)
         ours_cls = np.argmax(posterior_classes(data, model.weights_, model.factors_), 1)
         sm_cls = np.argmax(posterior_classes(data, *sm_params), 1)
         # covariate rows: the "covariates" section (covariates_table)
@@ -111,7 +111,7 @@ def peers_table(quick: bool) -> pd.DataFrame:
             {
                 "case": name,
                 "S": data.n_samples,
-                "F": rank,
+                "F": n_components,
                 "loglik bayespmf": ll_ours,
                 "loglik StepMix": ll_sm,
                 "diff": ll_ours - ll_sm,
@@ -129,20 +129,20 @@ def blrt_table(quick: bool) -> pd.DataFrame:
     sets = [("Votes (with missing)", load_votes().data, 2), ("Car", load_car().data, 3)]
     if not quick:
         d, _ = make_latent_class(
-            2000, 3, rank=3, n_variables=8, observed_prob=0.8, random_state=1
+            2000, 3, n_components=3, n_variables=8, observed_prob=0.8, random_state=1
         )
         sets.append(("sim F=3 (true F)", d, 3))
     rows = []
-    for name, data, rank in sets:
+    for name, data, n_components in sets:
         for sequential in (True, False) if not quick else (True,):
             res = bootstrap_lrt(
-                data, rank, random_state=0, sequential=sequential, n_bootstrap=99
+                data, n_components, random_state=0, sequential=sequential, n_bootstrap=99
             )
             print(f"  BLRT {name}: {res.time:.1f} s", file=sys.stderr, flush=True)
             rows.append(
                 {
                     "case": name,
-                    "F vs F+1": f"{rank} vs {rank + 1}",
+                    "F vs F+1": f"{n_components} vs {n_components + 1}",
                     "LR": res.lr,
                     "p": res.p_value,
                     "B used": res.n_bootstrap,
@@ -156,11 +156,11 @@ def blrt_table(quick: bool) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _fit_alt(sim, n_cat, rank, starts, rng, tol):
+def _fit_alt(sim, n_cat, n_components, starts, rng, tol):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fit_latent_class(
-            sim, rank, n_categories=n_cat, init=starts, random_state=rng, tol=tol
+            sim, n_components, n_categories=n_cat, init=starts, random_state=rng, tol=tol
         ).loglik
 
 
@@ -175,12 +175,12 @@ def starts_table(quick: bool) -> pd.DataFrame:
     n_draws = 4 if quick else 10
     sets = [("Votes", load_votes().data, 2), ("Car", load_car().data, 3)]
     rows = []
-    for name, data, rank in sets:
+    for name, data, n_components in sets:
         n_cat = data.n_categories
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LocalOptimumWarning)
-            null = fit_latent_class(data, rank, random_state=0).params
-            alt = fit_latent_class(data, rank + 1, random_state=0).params
+            null = fit_latent_class(data, n_components, random_state=0).params
+            alt = fit_latent_class(data, n_components + 1, random_state=0).params
         short: dict[str, list] = {}
         for b in range(n_draws):
             g = np.random.default_rng(100 + b)
@@ -188,22 +188,22 @@ def starts_table(quick: bool) -> pd.DataFrame:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 f0 = fit_latent_class(
-                    sim, rank, n_categories=n_cat, init=[null], random_state=g
+                    sim, n_components, n_categories=n_cat, init=[null], random_state=g
                 ).params
             splits = [*split_starts(f0, g), alt]
-            rand = [init_random(n_cat, rank + 1, g) for _ in range(200)]
-            ref = _fit_alt(sim, n_cat, rank + 1, splits + rand, g, 1e-8)
+            rand = [init_random(n_cat, n_components + 1, g) for _ in range(200)]
+            ref = _fit_alt(sim, n_cat, n_components + 1, splits + rand, g, 1e-8)
             for k in (0, 5, 10, 20, 40, 80):
                 if k:
-                    ll = _fit_alt(sim, n_cat, rank + 1, rand[:k], g, 1e-6)
+                    ll = _fit_alt(sim, n_cat, n_components + 1, rand[:k], g, 1e-6)
                     short.setdefault(f"{k} random", []).append(ref - ll)
-                ll = _fit_alt(sim, n_cat, rank + 1, splits + rand[:k], g, 1e-6)
+                ll = _fit_alt(sim, n_cat, n_components + 1, splits + rand[:k], g, 1e-6)
                 short.setdefault(f"splits + {k} random", []).append(ref - ll)
         for scheme, s in short.items():
             s = np.maximum(np.asarray(s), 0.0)
             rows.append(
                 {
-                    "case": f"{name} F={rank}+1",
+                    "case": f"{name} F={n_components}+1",
                     "scheme": scheme,
                     "draws": len(s),
                     "mean shortfall": s.mean(),
@@ -216,7 +216,7 @@ def starts_table(quick: bool) -> pd.DataFrame:
 
 def se_table(quick: bool) -> pd.DataFrame:
     data, truth = make_latent_class(
-        3000, 3, rank=2, n_variables=6, observed_prob=0.9, random_state=4
+        3000, 3, n_components=2, n_variables=6, observed_prob=0.9, random_state=4
     )
     fit = fit_latent_class(data, 2, init=[(truth.weights, truth.factors)], random_state=0)
     boot = standard_errors(

@@ -111,7 +111,7 @@ def total_loglik(est: LatentClassPMF, data) -> float:
 
 def fit_default(case: Case, seed: int, label: str = "default") -> Row:
     """The default estimator, ``LatentClassPMF(rank, random_state=seed)``."""
-    est = LatentClassPMF(case.rank, random_state=seed)
+    est = LatentClassPMF(case.n_components, random_state=seed)
     label = f"{label} ({est.method})"
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -167,7 +167,7 @@ def fit_default_seeds(case: Case, seeds) -> Row:
 
 def fit_single(case: Case, method: str, seed: int, cap: float) -> Row:
     """One single-start method under a wall-time cap (skipped past the cap or on error)."""
-    est = LatentClassPMF(case.rank, method=method, random_state=seed)
+    est = LatentClassPMF(case.n_components, method=method, random_state=seed)
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings(), time_cap(cap):
@@ -191,7 +191,7 @@ def fit_stepmix(case: Case, seed: int, n_init: int, tol: float, max_iter: int):
     x = stepmix_input(case.data.codes)
     model, seconds = fit_stepmix_model(
         x,
-        case.rank,
+        case.n_components,
         n_init=n_init,
         max_iter=max_iter,
         abs_tol=1e-10,  # on the mean log-likelihood per row
@@ -215,7 +215,11 @@ def fit_reference(case: Case, n_starts: int) -> Row:
     t0 = time.perf_counter()
     for s in range(n_starts):
         est = LatentClassPMF(
-            case.rank, method="squarem", tol=1e-12, max_iter=20000, random_state=1000 + s
+            case.n_components,
+            method="squarem",
+            tol=1e-12,
+            max_iter=20000,
+            random_state=1000 + s,
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -228,7 +232,7 @@ def fit_reference(case: Case, n_starts: int) -> Row:
 def warm_up() -> None:
     """Compile the numba kernels of every method (and load StepMix) before timing."""
     data, _ = datasets.make_latent_class(
-        200, [2, 3, 4, 2, 3], rank=2, observed_prob=0.8, random_state=0
+        200, [2, 3, 4, 2, 3], n_components=2, observed_prob=0.8, random_state=0
     )
     case = Case("warm-up", data, 2, "")
     with warnings.catch_warnings():
@@ -263,7 +267,8 @@ def run_case(case: Case, args) -> dict:
     data = case.data
     print(
         f"\n## {case.name}: S={data.n_samples}, N={data.n_variables}, "
-        f"missing={100 * data.missing_fraction:.1f} %, rank={case.rank} -- {case.note}",
+        f"missing={100 * data.missing_fraction:.1f} %, rank={case.n_components} "
+        f"-- {case.note}",
         flush=True,
     )
     rows = [fit_default(case, args.seed)]
@@ -284,7 +289,7 @@ def run_case(case: Case, args) -> dict:
     for r in rows:
         gap = best - r.loglik
         lines.append(
-            f"| {case.name} | {data.n_samples} | {data.n_variables} | {case.rank} "
+            f"| {case.name} | {data.n_samples} | {data.n_variables} | {case.n_components} "
             f"| {r.method} | {fmt(r.loglik, '.3f')} | {fmt(gap, '.3f')} "
             f"| {starts_at_best(r, best, args.gap_tol)} | {fmt(r.seconds, '.2f')} "
             f"| {r.note} |"

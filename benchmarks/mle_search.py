@@ -56,10 +56,10 @@ from bayespmf.pmf import log_likelihood_rows, offsets_of, stack_factors
 class Refiner:
     """SQUAREM-PMF to a tight tolerance on one data set's compiled EM map."""
 
-    def __init__(self, data, rank):
-        self.data, self.rank = data, rank
+    def __init__(self, data, n_components):
+        self.data, self.n_components = data, n_components
         self.n_cat = np.asarray(data.n_categories)
-        self.kernel = fit_source.as_source(data, None).em_kernel(rank, "auto")
+        self.kernel = fit_source.as_source(data, None).em_kernel(n_components, "auto")
 
     def __call__(self, weights, factors):
         stacked = factors if isinstance(factors, np.ndarray) else stack_factors(factors)
@@ -77,9 +77,9 @@ class Refiner:
         return float(info.loglik), params
 
 
-def one_round(data, rank, seed):
+def one_round(data, n_components, seed):
     return lc.fit_latent_class(
-        data, rank, random_state=seed, n_init=defaults.DEFAULT_N_INIT
+        data, n_components, random_state=seed, n_init=defaults.DEFAULT_N_INIT
     )
 
 
@@ -88,8 +88,8 @@ def split_merge(refine, start, rng, n_perturb=8, eps=0.2):
     while True:
         w = np.asarray(best.weights)
         top = (-np.inf, None)
-        for i, j in itertools.combinations(range(refine.rank), 2):
-            for k in set(range(refine.rank)) - {i, j}:
+        for i, j in itertools.combinations(range(refine.n_components), 2):
+            for k in set(range(refine.n_components)) - {i, j}:
                 for _ in range(n_perturb):
                     ww, fs = w.copy(), []
                     for a in best.factors:
@@ -110,14 +110,14 @@ def split_merge(refine, start, rng, n_perturb=8, eps=0.2):
 
 
 def daem(refine, rng, beta0=0.5, growth=1.02, inner=50):
-    data, rank, n_cat = refine.data, refine.rank, refine.n_cat
+    data, n_components, n_cat = refine.data, refine.n_components, refine.n_cat
     codes = np.asarray(data.codes)
     off = offsets_of(n_cat)
     onehot = np.zeros((codes.shape[0], int(n_cat.sum())))
     r, c = np.nonzero(codes >= 0)
     onehot[r, off[c] + codes[r, c]] = 1.0
-    w = rng.dirichlet(np.ones(rank))
-    a = np.concatenate([rng.dirichlet(np.ones(k), size=rank).T for k in n_cat])
+    w = rng.dirichlet(np.ones(n_components))
+    a = np.concatenate([rng.dirichlet(np.ones(k), size=n_components).T for k in n_cat])
     beta = beta0
     while True:
         for _ in range(inner):
@@ -136,7 +136,7 @@ def daem(refine, rng, beta0=0.5, growth=1.02, inner=50):
 
 
 def reseed(refine, start, rng, tries):
-    data, rank = refine.data, refine.rank
+    data, n_components = refine.data, refine.n_components
     codes = np.asarray(data.codes)
     freqs = []
     for n, size in enumerate(refine.n_cat):
@@ -147,7 +147,7 @@ def reseed(refine, start, rng, tries):
     for _ in range(tries):
         ll_rows = log_likelihood_rows(data, best.weights, best.factors)
         row = int(rng.choice(len(ll_rows), p=-ll_rows / -ll_rows.sum()))
-        f = int(rng.integers(rank))
+        f = int(rng.integers(n_components))
         share = rng.uniform(0.3, 0.7)
         fs = []
         for n, a in enumerate(best.factors):
@@ -159,7 +159,7 @@ def reseed(refine, start, rng, tries):
             a[:, f] = v
             fs.append(a)
         w = np.asarray(best.weights).copy()
-        w[f] = max(w[f], 0.5 / rank)
+        w[f] = max(w[f], 0.5 / n_components)
         ll, params = refine(w / w.sum(), fs)
         if ll > best_ll + ms.OPTIMUM_LOGLIK_ATOL:
             best_ll, best = ll, params
@@ -197,14 +197,14 @@ def main():
     warnings.simplefilter("ignore")
     print(f"load average at start {os.getloadavg()[0]:.1f} (2-core machine)")
     for case in suite(names=args.cases):
-        refine = Refiner(case.data, case.rank)
+        refine = Refiner(case.data, case.n_components)
         source = fit_source.as_source(case.data, None)
-        refine(*ms.init_random(refine.n_cat, case.rank, 0))  # compile before timing
+        refine(*ms.init_random(refine.n_cat, case.n_components, 0))  # compile before timing
         rows = []
         for seed in args.seeds:
             rng = np.random.default_rng(seed)
             default, t_default = timed(
-                lambda: lc.fit_latent_class(case.data, case.rank, random_state=seed)
+                lambda: lc.fit_latent_class(case.data, case.n_components, random_state=seed)
             )
             name = f"default ({default.info['rounds']} rounds)"
             rows.append((seed, name, default.loglik, t_default))
@@ -212,7 +212,7 @@ def main():
                 fit, t = timed(
                     lambda r=r: ms.multistart(
                         source,
-                        case.rank,
+                        case.n_components,
                         max_iter=defaults.DEFAULT_MAX_ITER["auto"],
                         tol=defaults.DEFAULT_TOL["auto"],
                         random_state=seed,
@@ -225,14 +225,14 @@ def main():
             rows.append((seed, "default + split-merge", ll, t_default + t))
             lls, t = timed(lambda: [daem(refine, rng) for _ in range(args.daem_runs)])
             rows.append((seed, f"DAEM x{args.daem_runs}", max(lls), t))
-            first, t1 = timed(one_round, case.data, case.rank, seed)
+            first, t1 = timed(one_round, case.data, case.n_components, seed)
             ll, t = timed(reseed, refine, first, rng, args.reseed_tries)
             rows.append((seed, f"1 round + reseed x{args.reseed_tries}", ll, t1 + t))
             ll, t = timed(crossover, refine, first, rng, args.crossover_seconds)
             rows.append((seed, "1 round + crossover", ll, t1 + t))
         best = max(r[2] for r in rows)
         print(
-            f"\n## {case.name} (S={case.data.n_samples}, rank {case.rank}); "
+            f"\n## {case.name} (S={case.data.n_samples}, rank {case.n_components}); "
             f"best of the run {best:.3f}\n"
         )
         print("| seed | strategy | total log-lik | gap to best of run | wall s |")

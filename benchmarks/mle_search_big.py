@@ -122,12 +122,12 @@ class Problem:
     """One case's batched EM map, one-hot design and SQUAREM-PMF refinement."""
 
     def __init__(self, case):
-        self.case, self.rank = case, case.rank
+        self.case, self.n_components = case, case.n_components
         self.source = fit_source.as_source(case.data, None)
         self.n_cat = np.asarray(self.source.n_categories)
         self.offsets = offsets_of(self.n_cat)
-        self.kernel = self.source.em_kernel(self.rank, "numba")
-        self.refine_kernel = self.source.em_kernel(self.rank, "auto")
+        self.kernel = self.source.em_kernel(self.n_components, "numba")
+        self.refine_kernel = self.source.em_kernel(self.n_components, "auto")
         codes = np.asarray(self.source.codes)
         self.design = one_hot_design(codes, self.n_cat, drop_empty=True).toarray()
 
@@ -206,7 +206,7 @@ def distinct(ll, n, tol=ms.OPTIMUM_LOGLIK_ATOL):
 def hop_param(pb, pool, j, rng, low=0.05, high=0.5):
     w, a = pool[0][j], normalize_blocks(pool[1][:, j], pb.offsets)
     eta = rng.uniform(low, high)
-    other = init_random(pb.n_cat, pb.rank, rng)
+    other = init_random(pb.n_cat, pb.n_components, rng)
     return (1 - eta) * w + eta * other.weights, (1 - eta) * a + eta * stack_factors(
         other.factors
     )
@@ -217,7 +217,7 @@ def hop_member(pb, pool, j, rng, low=0.05, high=0.3):
     n_rows = resp.shape[0]
     rows = rng.choice(n_rows, max(1, int(rng.uniform(low, high) * n_rows)), replace=False)
     resp[rows] = 0.0
-    resp[rows, rng.integers(pb.rank, size=rows.size)] = 1.0
+    resp[rows, rng.integers(pb.n_components, size=rows.size)] = 1.0
     return pb.m_step(resp)
 
 
@@ -229,10 +229,10 @@ def hop_cross(pb, pool, j, rng):
     a = normalize_blocks(a_pool[:, j], pb.offsets)
     b = normalize_blocks(a_pool[:, i], pb.offsets)
     perm = match_components(b, a)
-    take = rng.random(pb.rank) < 0.5
+    take = rng.random(pb.n_components) < 0.5
     if take.all() or not take.any():
         take[:] = False
-        take[rng.integers(pb.rank)] = True
+        take[rng.integers(pb.n_components)] = True
     child_a = np.where(take[None, :], b[:, perm], a)
     child_w = np.where(take, w_pool[i][perm], w_pool[j])
     return hop_param(pb, (child_w[None] / child_w.sum(), child_a[:, None]), 0, rng, 0, 0.1)
@@ -249,12 +249,12 @@ def hop_cross_param(pb, pool, j, rng):
 
 def explore_round(pb, rng, init="auto", n_init=defaults.DEFAULT_N_INIT, alpha=0.0):
     """One round of starts, (smoothed EM,) 20 cycles; the best 30 run 80 more."""
-    starts, _ = ms._build_starts(pb.source, pb.rank, n_init, init, rng)
+    starts, _ = ms._build_starts(pb.source, pb.n_components, n_init, init, rng)
     if alpha > 0:
         w, a = pb.prior_em(*pb.stack(starts), alpha, PRIOR_ITERS)
         w, a, ll = pb.cycles(w, a, ms.EXPLORE_CYCLES)
     else:
-        w, a, ll = ms._explore(pb.source, pb.rank, starts, ms.EXPLORE_CYCLES)
+        w, a, ll = ms._explore(pb.source, pb.n_components, starts, ms.EXPLORE_CYCLES)
     top = np.argsort(-ll, kind="stable")[: max(ms.MIN_REFINE, n_init // 10)]
     return pb.cycles(w[top], a[:, top], 80)
 
@@ -289,8 +289,8 @@ def ils(pb, seed, hop, alpha=0.0, restart=0, iters=ITERS):
 
 def small_em(pb, seed, n_starts):
     rng = np.random.default_rng(seed)
-    starts, _ = ms._build_starts(pb.source, pb.rank, n_starts, "auto", rng)
-    w, a, ll = ms._explore(pb.source, pb.rank, starts, 5)
+    starts, _ = ms._build_starts(pb.source, pb.n_components, n_starts, "auto", rng)
+    w, a, ll = ms._explore(pb.source, pb.n_components, starts, 5)
     top = np.argsort(-ll, kind="stable")[: max(30, n_starts // 10)]
     w, a, ll = pb.cycles(w[top], a[:, top], 20)
     top = np.argsort(-ll, kind="stable")[:30]
@@ -301,9 +301,9 @@ def basin(pb, seed, n_starts, alpha):
     """Every start converged (170 batched cycles); the final log-likelihoods and kinds."""
     rng = np.random.default_rng(seed)
     starts = [
-        ("rows", ms.rows_start(pb.source.categorical(), pb.rank, rng))
+        ("rows", ms.rows_start(pb.source.categorical(), pb.n_components, rng))
         if k % 2 == 0
-        else ("random", init_random(pb.n_cat, pb.rank, rng))
+        else ("random", init_random(pb.n_cat, pb.n_components, rng))
         for k in range(n_starts)
     ]
     w, a = pb.stack(starts)
@@ -313,20 +313,20 @@ def basin(pb, seed, n_starts, alpha):
     return ll, np.array([k for k, _ in starts])
 
 
-def recombined(anchors, n_cat, rank, rng):
+def recombined(anchors, n_cat, n_components, rng):
     """A child of two anchors: some classes (profile and weight) from each."""
     i, j = rng.choice(len(anchors), 2, replace=False)
     p, q = anchors[i], anchors[j]
     a, b = stack_factors(p.factors), stack_factors(q.factors)
     perm = match_components(b, a)
-    take = rng.random(rank) < 0.5
+    take = rng.random(n_components) < 0.5
     if take.all() or not take.any():
         take[:] = False
-        take[rng.integers(rank)] = True
+        take[rng.integers(n_components)] = True
     child_a = np.where(take[None, :], b[:, perm], a)
     child_w = np.where(take, np.asarray(q.weights)[perm], p.weights)
     eta = rng.uniform(0, 0.1)
-    other = init_random(n_cat, rank, rng)
+    other = init_random(n_cat, n_components, rng)
     return LatentClassParams(
         (1 - eta) * child_w / child_w.sum() + eta * other.weights,
         split_factors((1 - eta) * child_a + eta * stack_factors(other.factors), n_cat),
@@ -337,12 +337,12 @@ def default_cross(case, seed, n_anchors):
     """``fit_latent_class`` with half of its basin hops replaced by recombinations."""
     build, anchors_before = ms._build_starts, ms.N_ANCHORS
 
-    def build_cross(source, rank, n_init, init, rng, anchors=()):
-        starts, skipped = build(source, rank, n_init, init, rng, anchors)
+    def build_cross(source, n_components, n_init, init, rng, anchors=()):
+        starts, skipped = build(source, n_components, n_init, init, rng, anchors)
         if len(anchors) >= 2:
             n_cat = source.n_categories
             starts = [
-                ("perturbed", recombined(anchors, n_cat, rank, rng))
+                ("perturbed", recombined(anchors, n_cat, n_components, rng))
                 if kind == "perturbed" and k % 2
                 else (kind, p)
                 for k, (kind, p) in enumerate(starts)
@@ -351,7 +351,7 @@ def default_cross(case, seed, n_anchors):
 
     ms._build_starts, ms.N_ANCHORS = build_cross, n_anchors
     try:
-        return lc.fit_latent_class(case.data, case.rank, random_state=seed).loglik
+        return lc.fit_latent_class(case.data, case.n_components, random_state=seed).loglik
     finally:
         ms._build_starts, ms.N_ANCHORS = build, anchors_before
 
@@ -379,7 +379,7 @@ def main():
     for case in suite(names=args.cases):
         pb = Problem(case)
         # compile every kernel before timing
-        w0, a0 = pb.stack([("r", init_random(pb.n_cat, pb.rank, 0))] * 2)
+        w0, a0 = pb.stack([("r", init_random(pb.n_cat, pb.n_components, 0))] * 2)
         pb.refine(w0[0], a0[:, 0])
         pb.cycles(w0, a0, 1)
         if "stepmix" in args.strategies:
@@ -390,7 +390,7 @@ def main():
                 if name == "default":
                     fit, t = timed(
                         lambda s=seed: lc.fit_latent_class(
-                            case.data, case.rank, random_state=s
+                            case.data, case.n_components, random_state=s
                         )
                     )
                     rows.append((name, seed, fit.loglik, t))
@@ -421,7 +421,8 @@ def main():
                 )
         best = max(r[2] for r in rows)
         print(
-            f"\n## {case.name} (S={case.data.n_samples}, rank {case.rank}); best of the "
+            f"\n## {case.name} (S={case.data.n_samples}, rank {case.n_components}); "
+            f"best of the "
             f"run {best:.3f}; load average {os.getloadavg()[0]:.1f}\n"
         )
         print("| strategy | seed | best log-lik | gap to best of run | wall s |")

@@ -34,17 +34,17 @@ from bayespmf.fit.source import as_source
 def cases():
     car, _ = load_car()
     votes, _ = load_votes()
-    binary, _ = make_latent_class(500, [2] * 10, rank=4, random_state=3)
+    binary, _ = make_latent_class(500, [2] * 10, n_components=4, random_state=3)
     return [("car F=4", car, 4), ("votes F=3", votes, 3), ("binary N=10 F=4", binary, 4)]
 
 
-def run(source, rank, n_init, **kw):
+def run(source, n_components, n_init, **kw):
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = multistart(
             source,
-            rank,
+            n_components,
             n_init=n_init,
             max_iter=2000,
             tol=DEFAULT_TOL["auto"],
@@ -56,8 +56,8 @@ def run(source, rank, n_init, **kw):
 
 def collapse_cases():
     votes, _ = load_votes()
-    survey, _ = make_latent_class(3000, [2, 3, 2, 3, 2, 2], rank=3, random_state=0)
-    binary, _ = make_latent_class(2000, [2] * 8, rank=3, random_state=1)
+    survey, _ = make_latent_class(3000, [2, 3, 2, 3, 2, 2], n_components=3, random_state=0)
+    binary, _ = make_latent_class(2000, [2] * 8, n_components=3, random_state=1)
     return [
         ("votes F=3", votes, 3),
         ("survey 3000 x 6 F=3", survey, 3),
@@ -70,16 +70,16 @@ def collapse():
     print("| data | rows | patterns | collapsed s | expanded s | ratio | loglik diff |")
     print("|---|---|---|---|---|---|---|")
     share = fit_source.COLLAPSE_MAX_SHARE
-    for name, data, rank in collapse_cases():
+    for name, data, n_components in collapse_cases():
         n_pat = np.unique(np.asarray(data.codes), axis=0).shape[0]
         times, lls = {}, {}
         for label, limit in (("collapsed", share), ("expanded", -1.0)):
             fit_source.COLLAPSE_MAX_SHARE = limit  # -1: never collapse
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fit_latent_class(data, rank, random_state=0, n_init=8)  # warm-up
+                fit_latent_class(data, n_components, random_state=0, n_init=8)  # warm-up
                 t0 = time.perf_counter()
-                fit = fit_latent_class(data, rank, random_state=0)
+                fit = fit_latent_class(data, n_components, random_state=0)
             times[label], lls[label] = time.perf_counter() - t0, fit.loglik
         fit_source.COLLAPSE_MAX_SHARE = share
         print(
@@ -101,13 +101,16 @@ def main():
     print(f"n_init={args.n_init}; times in s (same process, warm caches)")
     print("| data | variant | refined | wall s | best loglik | reached best |")
     print("|---|---|---|---|---|---|")
-    for name, data, rank in cases():
+    for name, data, n_components in cases():
         src = as_source(data, None)
-        run(src, rank, 4)  # warm-up: compile once
+        run(src, n_components, 4)  # warm-up: compile once
         rows = [
-            ("sequential", run(src, rank, args.n_init, explore_cycles=0)),
-            ("batched, all refined", run(src, rank, args.n_init, n_refine=args.n_init)),
-            ("batched + pruned (default)", run(src, rank, args.n_init)),
+            ("sequential", run(src, n_components, args.n_init, explore_cycles=0)),
+            (
+                "batched, all refined",
+                run(src, n_components, args.n_init, n_refine=args.n_init),
+            ),
+            ("batched + pruned (default)", run(src, n_components, args.n_init)),
         ]
         best = max(r[1][1] for r in rows)
         for label, (t, ll, nref) in rows:

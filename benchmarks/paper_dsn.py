@@ -387,7 +387,7 @@ def sweep(report, args, authors, what):
                     kernel,
                     int(n),
                     args.n_test,
-                    args.n_vertices,
+                    args.n_components,
                     alpha,
                     c_min,
                     seed,
@@ -582,7 +582,7 @@ def main(argv=None) -> int:
     ap.add_argument("--alphas", default=",".join(map(str, ALPHAS)))
     ap.add_argument("--n-test", type=int, default=1000, help="held-out rows (Figs. 6-8)")
     ap.add_argument("--fig1-n", type=int, default=5000)
-    ap.add_argument("--n-vertices", type=int, default=10)
+    ap.add_argument("--n-components", type=int, default=10)
     ap.add_argument("--n-init", type=int, default=8, help="k-means restarts (paper: 8)")
     ap.add_argument("--seeds", type=int, default=2, help="repetitions (paper: 20)")
     ap.add_argument("--seed", type=int, default=0, help="first seed")

@@ -199,11 +199,11 @@ T3_CTF = (10, 1e-6)
 
 #: Tables 1-5: the setting of each (Sec. 4 and the captions).
 SYNTHETIC = {
-    1: dict(metric="MSE", rank=25, n_cat=10, n_vars=6, kappa=1.0, kind="PMF"),
-    2: dict(metric="MAE", rank=15, n_cat=10, n_vars=4, kappa=1.0, kind="PMF"),
-    3: dict(metric="MSE", rank=90, n_cat=50, n_vars=5, kappa=1.0, kind="CIM"),
-    4: dict(metric="MSE", rank=20, n_cat=15, n_vars=5, kappa=0.8, kind="PMF"),
-    5: dict(metric="MSE", rank=20, n_cat=10, n_vars=15, kappa=1.0, kind="PMF"),
+    1: dict(metric="MSE", n_components=25, n_cat=10, n_vars=6, kappa=1.0, kind="PMF"),
+    2: dict(metric="MAE", n_components=15, n_cat=10, n_vars=4, kappa=1.0, kind="PMF"),
+    3: dict(metric="MSE", n_components=90, n_cat=50, n_vars=5, kappa=1.0, kind="CIM"),
+    4: dict(metric="MSE", n_components=20, n_cat=15, n_vars=5, kappa=0.8, kind="PMF"),
+    5: dict(metric="MSE", n_components=20, n_cat=10, n_vars=15, kappa=1.0, kind="PMF"),
 }
 #: Published Tables 1-5: the sample sizes Ns (columns) and every row. Table 3 prints
 #: "Juror-b" twice; the second is JUROR-C (the order of every other table).
@@ -310,7 +310,7 @@ MLP_GRID = (16, 64)
 
 
 # ------------------------------------------------------------------------ the data
-def make_cim(n_samples, n_cat, rank, n_vars, observed_prob=1.0, random_state=None):
+def make_cim(n_samples, n_cat, n_components, n_vars, observed_prob=1.0, random_state=None):
     """Table 3's data: discretized draws from a mixture of sinusoidal densities.
 
     Every variable ``n`` and class ``f`` has the density
@@ -325,11 +325,11 @@ def make_cim(n_samples, n_cat, rank, n_vars, observed_prob=1.0, random_state=Non
     Returns ``(CategoricalData, LatentClassParams)``.
     """
     rng = np.random.default_rng(random_state)
-    weights = rng.uniform(size=rank)
+    weights = rng.uniform(size=n_components)
     weights /= weights.sum()
-    amp = rng.uniform(0.1, 0.9, size=(n_vars, rank))
-    freq = rng.uniform(0.5, 3.0, size=(n_vars, rank))
-    phase = rng.uniform(0.0, 2 * np.pi, size=(n_vars, rank))
+    amp = rng.uniform(0.1, 0.9, size=(n_vars, n_components))
+    freq = rng.uniform(0.5, 3.0, size=(n_vars, n_components))
+    phase = rng.uniform(0.0, 2 * np.pi, size=(n_vars, n_components))
     edges = np.linspace(0.0, 1.0, n_cat + 1)
 
     def antiderivative(x):  # of 1 + a sin(2 pi nu x + phi), shape (..., n_vars, rank)
@@ -339,7 +339,7 @@ def make_cim(n_samples, n_cat, rank, n_vars, observed_prob=1.0, random_state=Non
     cum = antiderivative(edges[:, None, None])  # (I + 1, N, F)
     mass = np.diff(cum, axis=0)  # (I, N, F)
     factors = [mass[:, n, :] / mass[:, n, :].sum(axis=0) for n in range(n_vars)]
-    classes = rng.choice(rank, size=n_samples, p=weights)
+    classes = rng.choice(n_components, size=n_samples, p=weights)
     x = np.empty((n_samples, n_vars))
     todo = np.ones((n_samples, n_vars), dtype=bool)
     a, nu, ph = amp[:, classes].T, freq[:, classes].T, phase[:, classes].T  # (S, N)
@@ -367,7 +367,7 @@ def make_data(table: int, n_samples: int, seed: int):
     data, truth = make_latent_class(
         n_samples,
         cfg["n_cat"],
-        rank=cfg["rank"],
+        n_components=cfg["rank"],
         n_variables=cfg["n_vars"],
         observed_prob=cfg["kappa"],
         random_state=seed,
@@ -404,23 +404,23 @@ def _quiet(fn):
     return out, n_warn
 
 
-def fit_method(method, data, rank, seed, ctf_opts=None):
+def fit_method(method, data, n_components, seed, ctf_opts=None):
     """CTF, SPA or RAND-EM: ``(LatentClassParams, seconds, ConvergenceWarnings)``."""
     t0 = time.perf_counter()
     if method == "CTF":
         opts = ctf_opts or {}
         (params, _), n_warn = _quiet(
-            lambda: ctd(triple_marginals(data), rank, random_state=seed, **opts)
+            lambda: ctd(triple_marginals(data), n_components, random_state=seed, **opts)
         )
     elif method == "SPA":
         (params, _), n_warn = _quiet(
-            lambda: cnmf_spa(pairwise_marginals(data), rank, random_state=seed)
+            lambda: cnmf_spa(pairwise_marginals(data), n_components, random_state=seed)
         )
     elif method == "RAND-EM":
         (params, _), n_warn = _quiet(
             lambda: fit_em(
                 data,
-                rank,
+                n_components,
                 max_iter=DEFAULT_MAX_ITER["em"],
                 tol=DEFAULT_TOL["em"],
                 random_state=seed,
@@ -431,7 +431,7 @@ def fit_method(method, data, rank, seed, ctf_opts=None):
     return params, time.perf_counter() - t0, n_warn
 
 
-def juror_fit(variant, data, rank, seed, n_projections, **opts):
+def juror_fit(variant, data, n_components, seed, n_projections, **opts):
     """JUROR on the rows (rho cross-validated over rows): params, s, warnings, info.
 
     The projections are drawn from ``seed`` inside ``juror``, so the three variants
@@ -441,7 +441,7 @@ def juror_fit(variant, data, rank, seed, n_projections, **opts):
     (params, info), n_warn = _quiet(
         lambda: juror(
             data,
-            rank,
+            n_components,
             variant=variant,
             n_projections=n_projections,
             random_state=seed,
@@ -479,7 +479,7 @@ def em_from_truth(data, truth):
     return params
 
 
-def em_one_step(data, rank, seed):
+def em_one_step(data, n_components, seed):
     """One EM step from RAND-EM's random start (same seed).
 
     An estimate moved once toward the rows and still near flat, far from the
@@ -487,7 +487,7 @@ def em_one_step(data, rank, seed):
     against a converged one (module docstring, Metrics).
     """
     (params, _), _ = _quiet(
-        lambda: fit_em(data, rank, max_iter=1, tol=0.0, random_state=seed)
+        lambda: fit_em(data, n_components, max_iter=1, tol=0.0, random_state=seed)
     )
     return params
 
@@ -499,9 +499,9 @@ def spa_exact(truth, seed):
 
 
 def flat(truth):
-    rank = truth.weights.size
+    n_components = truth.weights.size
     return LatentClassParams(
-        np.full(rank, 1.0 / rank),
+        np.full(n_components, 1.0 / n_components),
         [np.full_like(a, 1.0 / a.shape[0]) for a in truth.factors],
     )
 
@@ -544,7 +544,7 @@ def run_synthetic(report, table, args, cache, progress=print):
     pub = PUBLISHED[table]
     metric = cfg["metric"]
     score = METRICS[metric]
-    rank = cfg["rank"]
+    n_components = cfg["rank"]
     columns = [
         (i, s)
         for i, s in enumerate(pub["Ns"])
@@ -575,7 +575,12 @@ def run_synthetic(report, table, args, cache, progress=print):
                         params, sec, nw = stage_c  # the G2 stage of JUROR-A's fit
                     elif m.startswith("JUROR"):
                         params, sec, nw, info = juror_fit(
-                            m[-1].lower(), data, rank, seed, N_PROJECTIONS, **juror_opts
+                            m[-1].lower(),
+                            data,
+                            n_components,
+                            seed,
+                            N_PROJECTIONS,
+                            **juror_opts,
                         )
                         if info["rho_cv"] and m == "JUROR-A":  # not Table 3's fixed rho
                             rho_chosen.append(info["rho"] / N_PROJECTIONS)
@@ -583,7 +588,7 @@ def run_synthetic(report, table, args, cache, progress=print):
                             # G1 + G2 of JUROR-A are JUROR-C's whole fit (same seed)
                             stage_c = (info["stages"]["G2"], sec, 0)
                     else:
-                        params, sec, nw = fit_method(m, data, rank, seed, ctf_opts)
+                        params, sec, nw = fit_method(m, data, n_components, seed, ctf_opts)
                 except DataValidationError as err:
                     refused[m] = str(err).split(". ")[0]
                     line.append(f"{m} refused")
@@ -603,7 +608,7 @@ def run_synthetic(report, table, args, cache, progress=print):
                 EM_TRUTH: lambda: em_from_truth(data, truth),
                 J_TRUTH: lambda: g3_from_truth(data, truth, seed),
                 SPA_EXACT: lambda: spa_exact(truth, seed),
-                EM_ONE: lambda: em_one_step(data, rank, seed),
+                EM_ONE: lambda: em_one_step(data, n_components, seed),
             }
             for r in refs:
                 values[r][size].append(score(reference[r](), truth))
@@ -639,7 +644,8 @@ def run_synthetic(report, table, args, cache, progress=print):
         for s in sizes:
             report.add(name, r, f"Ns={s}", metric, None, values[r][s], better=None)
     title = (
-        f"{metric} for {cfg['kind']}s, F={rank}, I={cfg['n_cat']}, N={cfg['n_vars']}, "
+        f"{metric} for {cfg['kind']}s, F={n_components}, I={cfg['n_cat']}, "
+        f"N={cfg['n_vars']}, "
         f"kappa={cfg['kappa']:g}"
     )
     spent = ", ".join(f"{m} {np.mean(seconds[m]):.1f}" for m in methods if seconds[m])
@@ -665,7 +671,7 @@ def run_table6(report, args, cache, progress=print):
         for i, s in enumerate(pub1["Ns"])
         if (args.max_size is None or s <= args.max_size)
     ]
-    rank = SYNTHETIC[1]["rank"]
+    n_components = SYNTHETIC[1]["rank"]
     values = {m: {s: [] for _, s in columns} for m in PUBLISHED_T6}
     for ci, size in columns:
         for trial in range(args.trials):
@@ -676,7 +682,7 @@ def run_table6(report, args, cache, progress=print):
                 if m_proj == N_PROJECTIONS and (1, size, trial) in cache:
                     value = cache[(1, size, trial)]
                 else:
-                    params, _, _, _ = juror_fit("a", data, rank, seed, m_proj)
+                    params, _, _, _ = juror_fit("a", data, n_components, seed, m_proj)
                     value = mse(params, truth)
                 values[m_proj][size].append(value)
                 line.append(f"M={m_proj} {value:.3f}")
@@ -746,7 +752,7 @@ def run_table7(report, args, progress=print):
         j = data.index_of(target)
         t_set = time.perf_counter()
         n_trials = args.trials_heavy if column == "Mushroom" else args.trials
-        ranks = T7_RANKS[column] if args.t7_ranks is None else tuple(args.t7_ranks)
+        candidates = T7_RANKS[column] if args.t7_ranks is None else tuple(args.t7_ranks)
         results, picks = {}, {}
         latent = [r for r, m in T7_METHODS.items() if r in METHODS and r in args.methods]
         for row in latent:
@@ -763,7 +769,7 @@ def run_table7(report, args, progress=print):
                     methods=[method],
                     baselines=[],
                     n_trials=n_trials,
-                    ranks=ranks,
+                    candidates=candidates,
                     fractions=spec["fractions"],
                     random_state=args.seed,
                     **opts,
@@ -779,7 +785,7 @@ def run_table7(report, args, progress=print):
             methods=[],
             baselines=["logistic-regression", "naive-bayes"],
             n_trials=n_trials,
-            ranks=ranks,
+            candidates=candidates,
             fractions=spec["fractions"],
             random_state=args.seed,
         )
@@ -820,7 +826,7 @@ def run_table7(report, args, progress=print):
                 results[row],
                 better="higher",
                 note=f"{column}: random {split} splits, {what} chosen on validation "
-                f"(latent-class ranks {list(ranks)})",
+                f"(latent-class ranks {list(candidates)})",
             )
     return None, "classification accuracy (%), MAP from the joint PMF", []
 

@@ -32,7 +32,7 @@ partially observed data", each number of ours beside the published one
   genres, the 10 with the most ratings (the paper's N = 10 movies), users who rated
   more than two of them, half-star ratings 0.5..5 mapped to 1..10 (I_n = 10). Each
   trial (the paper's L = 20 by default) shuffles the users 70/10/20 into training,
-  validation and test; the rank (``--ranks``) is chosen on validation (one rating
+  validation and test; the rank (``--candidates``) is chosen on validation (one rating
   hidden per validation user, RMSE of the MMSE prediction, eq. (28)), the model refit
   on training + validation, and one rating per test user predicted by MMSE (28) and
   MAP (30). RMSE (29) and MAE (31) on the star scale (the 1..10 values halved: the
@@ -680,7 +680,7 @@ def _errors(pred_values, truth_codes):
     return float(np.sqrt(np.mean(err**2))), float(np.mean(np.abs(err)))
 
 
-def fit_method(method, codes, rank, rng, tol):
+def fit_method(method, codes, n_components, rng, tol):
     """One fit of AO-ADMM (CTD), EM or SQUAREM-PMF on ``codes``; LatentClassParams."""
     from bayespmf.fit.ctd import ctd
     from bayespmf.fit.em import run_em
@@ -690,13 +690,13 @@ def fit_method(method, codes, rank, rng, tol):
     from bayespmf.pmf import LatentClassParams, split_factors
 
     n_cat = [N_CAT] * codes.shape[1]
-    start = init_random(n_cat, rank, random_state=rng)
+    start = init_random(n_cat, n_components, random_state=rng)
     if method == "AO-ADMM":
         params, _ = ctd(
-            triple_marginals(codes, n_cat), rank, init=start, max_iter=K_AO, tol=tol
+            triple_marginals(codes, n_cat), n_components, init=start, max_iter=K_AO, tol=tol
         )
         return params
-    kernel = build_em_kernel(codes, n_cat, rank)
+    kernel = build_em_kernel(codes, n_cat, n_components)
     w0, a0 = start.weights, np.concatenate(start.factors, axis=0)
     if method == "EM":
         params, _ = run_em(kernel, w0, a0, n_cat, max_iter=K_EM, tol=tol, warn=False)
@@ -707,7 +707,7 @@ def fit_method(method, codes, rank, rng, tol):
     return LatentClassParams(state.weights, split_factors(state.factors_stacked, n_cat))
 
 
-def table4_trial(codes, seq, ranks, tol):
+def table4_trial(codes, seq, candidates, tol):
     """One trial of Sec. IV-B: split, choose R on validation, refit, test."""
     rng = np.random.default_rng(seq)
     order = rng.permutation(codes.shape[0])
@@ -722,10 +722,10 @@ def table4_trial(codes, seq, ranks, tol):
     out, chosen = {}, {}
     for method in ("AO-ADMM", "EM", "SQUAREM-PMF"):
         scores = []
-        for rank in ranks:
-            params = fit_method(method, train, rank, rng, tol)
+        for n_components in candidates:
+            params = fit_method(method, train, n_components, rng, tol)
             scores.append(_errors(predict(params, val_hidden, val_pick)[0], val_truth)[0])
-        chosen[method] = ranks[int(np.argmin(scores))]
+        chosen[method] = candidates[int(np.argmin(scores))]
         params = fit_method(method, refit, chosen[method], rng, tol)
         mmse, mapv = predict(params, test_hidden, test_pick)
         out[f"{method} (MMSE)"] = _errors(mmse, test_truth)
@@ -751,7 +751,7 @@ def table4(report, args):
         f"\nTable IV setting: MovieLens ml-latest-small (shipped), genres "
         f"{', '.join(GENRES)}, the {N_MOVIES} movies with the most ratings, "
         f"{codes.shape[0]} users who rated at least {MIN_RATED} (the paper: 84,751 "
-        f"users), outage {outage:.3f} (paper 0.4), ranks {list(args.ranks)} chosen on "
+        f"users), outage {outage:.3f} (paper 0.4), ranks {list(args.candidates)} chosen on "
         f"validation, {args.trials_table4} trials (paper: L=20)"
     )
     print("movies: " + "; ".join(titles))
@@ -759,7 +759,7 @@ def table4(report, args):
     seqs = np.random.SeedSequence([args.seed, 4]).spawn(args.trials_table4)
     for trial, seq in enumerate(seqs):
         t = time.perf_counter()
-        out, chosen = table4_trial(codes, seq, tuple(args.ranks), args.tol)
+        out, chosen = table4_trial(codes, seq, tuple(args.candidates), args.tol)
         per_trial.append(out)
         print(
             f"trial {trial + 1:3d}: ranks {chosen}; RMSE "
@@ -804,20 +804,20 @@ def main(argv=None):
     parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES))
     parser.add_argument("--n-rows", type=int, default=100_000, help="T of Table III")
     parser.add_argument("--tol", type=float, default=1e-7)
-    parser.add_argument("--ranks", type=int, nargs="+", default=list(RANKS))
+    parser.add_argument("--candidates", type=int, nargs="+", default=list(RANKS))
     parser.add_argument("--json", type=Path, default=None, help="save the report here")
     parser.add_argument(
         "--plot-dir", type=Path, default=RESULTS_DIR / "figures", help="Figs. 1-2 PNGs"
     )
-    args = parse_args_quick(parser, argv, trials=2, n_rows=5000, ranks=[2, 3])
+    args = parse_args_quick(parser, argv, trials=2, n_rows=5000, candidates=[2, 3])
     if args.trials is not None and args.trials < 1:
         parser.error("--trials must be >= 1")
     args.trials_table3 = args.trials or TRIALS["table3"]
     args.trials_table4 = args.trials or TRIALS["table4"]
     if args.n_rows < 10:
         parser.error("--n-rows must be >= 10")
-    if min(args.ranks) < 1:
-        parser.error("--ranks must be >= 1")
+    if min(args.candidates) < 1:
+        parser.error("--candidates must be >= 1")
     warnings.filterwarnings("ignore", message="Using NumPy C-API based implementation")
     warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
 
@@ -828,7 +828,7 @@ def main(argv=None):
         "seed": args.seed,
         "n_rows": args.n_rows,
         "tol": args.tol,
-        "ranks": list(args.ranks),
+        "ranks": list(args.candidates),
         "quick": bool(args.quick),
     }
     if {"table3", "fig1", "fig2"} & set(args.tables):

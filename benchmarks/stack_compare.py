@@ -10,7 +10,8 @@ stack's child process reports. The rows:
 1. wall time of the main job, ``<venv>/bin/bayespmf run models/car.toml --out <tmp>``,
    first with an empty compile cache (a fresh PyTensor ``base_compiledir`` and
    ``NUMBA_CACHE_DIR``), then again with the cache that run left (warm); and the
-   first ``LatentClassPMF(rank=4, random_state=0).fit`` on UCI Car in a fresh process
+   first ``LatentClassPMF(n_components=4, random_state=0).fit`` on UCI Car in a fresh
+   process
    with an empty cache (imports timed apart); the same fit at random_state 0-7 in one
    warm process (one seed's fit time varies 3-fold with its starts);
    the compile cost of a posterior: in a fresh process with an empty cache,
@@ -116,7 +117,7 @@ QUICK_JOB = (
     ("sample", "tune", 100),
     ("sample", "chains", 2),
     ("task", "n_trials", 2),
-    ("task", "ranks", [2, 3]),
+    ("task", "candidates", [2, 3]),
 )
 QUICK_EM_STEP = ["--n-samples", "20000", "--repeats", "10", "--warmup", "1"]
 
@@ -170,7 +171,7 @@ def child_first_fit(args) -> dict:
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        LatentClassPMF(rank=RANK, random_state=SEED).fit(data)
+        LatentClassPMF(n_components=RANK, random_state=SEED).fit(data)
     return {"metrics": {"fit_s": time.perf_counter() - t0, "import_s": t_import}}
 
 
@@ -192,10 +193,10 @@ def child_fits(args) -> dict:
     times = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        LatentClassPMF(rank=RANK, random_state=1000).fit(data)
+        LatentClassPMF(n_components=RANK, random_state=1000).fit(data)
         for seed in seeds:
             t0 = time.perf_counter()
-            LatentClassPMF(rank=RANK, random_state=seed).fit(data)
+            LatentClassPMF(n_components=RANK, random_state=seed).fit(data)
             times.append(time.perf_counter() - t0)
     return {
         "metrics": {"total_s": float(np.sum(times)), "median_s": float(np.median(times))}
@@ -241,13 +242,13 @@ def child_compile(args) -> dict:
 
     data = load_car().data
     metrics = {}
-    for rank, key in ((RANK, "first_s"), (RANK - 1, "further_s")):
+    for n_components, key in ((RANK, "first_s"), (RANK - 1, "further_s")):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = LatentClassPMF(rank, random_state=SEED).fit(data)
+            est = LatentClassPMF(n_components, random_state=SEED).fit(data)
             t0 = time.perf_counter()
             sample(
-                latent_class_model(data, rank),
+                latent_class_model(data, n_components),
                 init=est,
                 draws=5,
                 tune=5,
@@ -717,7 +718,8 @@ def build_rows(args) -> list[Row]:
         rows.append(
             Row(
                 "first-fit",
-                f"first LatentClassPMF(rank={RANK}).fit on Car, fresh process, empty cache",
+                f"first LatentClassPMF(n_components={RANK}).fit on Car, fresh process, "
+                "empty cache",
                 [
                     Metric("fit_s", "fit", "s"),
                     Metric("import_s", "imports + load_car", "s"),
@@ -732,8 +734,8 @@ def build_rows(args) -> list[Row]:
         rows.append(
             Row(
                 "fits",
-                f"LatentClassPMF(rank={RANK}).fit on Car, random_state 0-{n_seeds - 1}, "
-                "warm, one process",
+                f"LatentClassPMF(n_components={RANK}).fit on Car, "
+                f"random_state 0-{n_seeds - 1}, warm, one process",
                 [
                     Metric("total_s", f"{n_seeds} fits, total", "s"),
                     Metric("median_s", "one fit, median", "s"),

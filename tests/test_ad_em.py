@@ -13,7 +13,7 @@ from bayespmf.pmf import log_likelihood_rows
 @pytest.fixture(scope="module")
 def case():
     return make_latent_class(
-        4000, 4, rank=2, n_variables=5, observed_prob=0.7, random_state=0
+        4000, 4, n_components=2, n_variables=5, observed_prob=0.7, random_state=0
     )
 
 
@@ -57,7 +57,7 @@ def test_ad_em_recovers_truth_and_is_deterministic(case):
 
 def test_errors(case):
     data, _ = case
-    with pytest.raises(ValueError, match="'rank'"):
+    with pytest.raises(ValueError, match="'n_components'"):
         ad_em(data, 0)
     with pytest.raises(ValueError, match="'ad_iter'"):
         ad_em(data, 2, ad_iter=-1)

@@ -132,9 +132,9 @@ def test_bad_arguments():
         bootstrap_lrt(codes, 1, n_bootstrap=0)
     with pytest.raises(ValueError, match="'n_init_bootstrap'"):
         bootstrap_lrt(codes, 1, n_init_bootstrap=-1)
-    with pytest.raises(ValueError, match="'rank'"):
+    with pytest.raises(ValueError, match="'n_components'"):
         bootstrap_lrt(codes, 0)
-    with pytest.raises(ValueError, match="'rank'"):
+    with pytest.raises(ValueError, match="'n_components'"):
         bootstrap_lrt(codes[:, :3], 2)  # 3 binary items identify at most 2 classes
     with pytest.raises(ValueError, match="'alpha'"):
         bootstrap_lrt(codes, 1, alpha=1.5)

@@ -24,17 +24,23 @@ def test_shipped_specs_are_valid():
     ("text", "match"),
     [
         (
-            '[data]\nname = "car"\n[fit]\nrnak = 3\n',
-            r"unknown key 'fit\.rnak'\. Did you mean 'rank'",
+            '[data]\nname = "car"\n[fit]\nn_component = 3\n',
+            r"unknown key 'fit\.n_component'\. Did you mean 'n_components'",
         ),
         (
-            '[data]\nname = "car"\n[fitt]\nrank = 3\n',
+            '[data]\nname = "car"\n[fitt]\nn_components = 3\n',
             r"unknown section \[fitt\]\. Did you mean 'fit'",
         ),
-        ('[data]\nname = "car"\n[fit]\nrank = "3"\n', r"'fit\.rank' must be of type int"),
-        ('[data]\nname = "car"\n[fit]\nrank = 0\n', r"'fit\.rank' must be >= 1"),
+        (
+            '[data]\nname = "car"\n[fit]\nn_components = "3"\n',
+            r"'fit\.n_components' must be of type int",
+        ),
+        (
+            '[data]\nname = "car"\n[fit]\nn_components = 0\n',
+            r"'fit\.n_components' must be >= 1",
+        ),
         ('[data]\nname = "cars"\n', r"'data\.name'.*Did you mean 'car'"),
-        ("[fit]\nrank = 3\n", r"missing section \[data\]"),
+        ("[fit]\nn_components = 3\n", r"missing section \[data\]"),
         ("[data]\n", r"missing required key 'data\.name'"),
         ("[data\nname=", "not valid TOML"),
     ],
@@ -52,10 +58,10 @@ def test_missing_file(tmp_path):
 
 
 def test_cli_reports_errors_without_traceback(tmp_path, capsys):
-    p = write(tmp_path, '[data]\nname = "car"\n[fit]\nrnak = 3\n')
+    p = write(tmp_path, '[data]\nname = "car"\n[fit]\nn_component = 3\n')
     assert main(["run", str(p)]) == 2
     err = capsys.readouterr().err
-    assert "bayespmf: error:" in err and "rnak" in err
+    assert "bayespmf: error:" in err and "n_component" in err
 
 
 def test_cli_datasets(capsys):
@@ -80,8 +86,8 @@ def test_cli_datasets(capsys):
             r"'sample\.chains' must be >= 1",
         ),
         (
-            '[data]\nname = "car"\n[task]\nranks = ["3"]\n',
-            r"'task\.ranks' must be of type list of int",
+            '[data]\nname = "car"\n[task]\ncandidates = ["3"]\n',
+            r"'task\.candidates' must be of type list of int",
         ),
         ('[data]\nname = "car"\n[task]\nkind = "regress"\n', r"'task\.kind' must be one"),
         (
@@ -92,7 +98,10 @@ def test_cli_datasets(capsys):
             '[data]\nname = "movielens"\n[task]\nbaselines = ["naive-bayes"]\n',
             r"'task\.baselines' must be one of \['global-average'",
         ),
-        ('[data]\nname = "car"\n[fit]\nrank = [3, 0]\n', r"'fit\.rank' must be >= 1"),
+        (
+            '[data]\nname = "car"\n[fit]\nn_components = [3, 0]\n',
+            r"'fit\.n_components' must be >= 1",
+        ),
         ('[data]\nname = "car"\n[output]\nfigures = 1\n', r"'output\.figures'.*bool"),
         (
             '[data]\nname = "car"\ntest_fraction = 1.5\n',
@@ -144,8 +153,8 @@ def test_run_writes_estimate_task_and_figures(tmp_path):
         tmp_path,
         "seed = 3\n"
         '[data]\nname = "votes"\n'
-        '[fit]\nrank = 3\nmethod = "cnmf-spa-em"\n'
-        '[task]\nn_trials = 1\nranks = [2, 3]\nmethods = ["cnmf-spa"]\n'
+        '[fit]\nn_components = 3\nmethod = "cnmf-spa-em"\n'
+        '[task]\nn_trials = 1\ncandidates = [2, 3]\nmethods = ["cnmf-spa"]\n'
         'baselines = ["naive-bayes"]\n',
     )
     assert main(["run", str(p), "--out", str(out), "--no-progress"]) == 0
@@ -168,7 +177,7 @@ def test_run_writes_estimate_task_and_figures(tmp_path):
     assert list(table.index) == ["cnmf-spa", "naive-bayes"]
     assert (out / "task.md").read_text().startswith("| method |")
     res = json.loads((out / "results.json").read_text())
-    assert res["fit"]["rank"] == 3 and res["task"]["kind"] == "classify"
+    assert res["fit"]["n_components"] == 3 and res["task"]["kind"] == "classify"
 
 
 @pytest.mark.slow
@@ -178,7 +187,7 @@ def test_run_with_advi_writes_posterior(tmp_path):
     out = tmp_path / "out"
     p = write(
         tmp_path,
-        '[data]\nname = "car"\n[fit]\nrank = 2\n'
+        '[data]\nname = "car"\n[fit]\nn_components = 2\n'
         '[sample]\nmethod = "advi"\nadvi_iterations = 300\ndraws = 50\n',
     )
     assert main(["run", str(p), "--out", str(out), "--no-progress"]) == 0

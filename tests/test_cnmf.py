@@ -21,12 +21,12 @@ def _norm(a):
     return a / a.sum(axis=0)
 
 
-def _separable_factors(n_vars, n_cat, rank, rng):
-    """Factors whose first ``rank`` rows are scaled unit vectors (each variable)."""
+def _separable_factors(n_vars, n_cat, n_components, rng):
+    """Factors whose first ``n_components`` rows are scaled unit vectors (each variable)."""
     factors = []
     for _ in range(n_vars):
-        a = rng.uniform(size=(n_cat, rank))
-        a[:rank] = np.diag(rng.uniform(0.5, 1.5, size=rank))
+        a = rng.uniform(size=(n_cat, n_components))
+        a[:n_components] = np.diag(rng.uniform(0.5, 1.5, size=n_components))
         factors.append(_norm(a))
     return factors
 
@@ -186,7 +186,9 @@ def test_spa_deterministic_and_inputs_untouched(separable_case):
 
 def test_spa_errors(separable_case):
     _, _, m = separable_case
-    with pytest.raises(ValueError, match=r"'rank' parameter of cnmf_spa must be an int"):
+    with pytest.raises(
+        ValueError, match=r"'n_components' parameter of cnmf_spa must be an int"
+    ):
         cnmf_spa(m, 0)
     with pytest.raises(DataValidationError, match=r"at most 12 latent classes"):
         cnmf_spa(m, 13)
@@ -467,13 +469,15 @@ def test_opt_handles_unobserved_pair(separable_case):
 
 def test_opt_errors(separable_case):
     weights, factors, m = separable_case
-    with pytest.raises(ValueError, match=r"'rank' parameter of cnmf_opt must be an int"):
+    with pytest.raises(
+        ValueError, match=r"'n_components' parameter of cnmf_opt must be an int"
+    ):
         cnmf_opt(m, 0)
     with pytest.raises(DataValidationError, match=r"at most 12 latent classes"):
         cnmf_opt(m, 13)
     with pytest.raises(DataValidationError, match="must be a PairwiseMarginals"):
         cnmf_opt({"joint": m.joint}, 2)
-    with pytest.raises(DataValidationError, match="has 3 classes but rank=2"):
+    with pytest.raises(DataValidationError, match="has 3 classes but n_components=2"):
         cnmf_opt(m, 2, init=(weights, factors))
     with pytest.raises(DataValidationError, match=r"'factors\[0\]' must have shape"):
         cnmf_opt(m, 3, init=(weights, [f[:2] for f in factors]))
@@ -500,21 +504,21 @@ def test_opt_mm_map_is_the_em_update_of_the_pair_likelihood():
     from bayespmf.kernels.cnmf_opt import cnmf_opt_init, cnmf_opt_mm_map
 
     rng = np.random.default_rng(3)
-    n_cat, rank = [2, 3, 2, 3], 2
+    n_cat, n_components = [2, 3, 2, 3], 2
     weights = np.array([0.35, 0.65])
-    factors = [_norm(rng.uniform(size=(i, rank))) for i in n_cat]
+    factors = [_norm(rng.uniform(size=(i, n_components))) for i in n_cat]
     m = PairwiseMarginals.from_params(weights, factors)
     start_w = np.array([0.5, 0.5])
-    start_a = [_norm(rng.uniform(size=(i, rank))) for i in n_cat]
-    problem, _ = cnmf_opt_init(m, rank, init=(start_w, start_a))
+    start_a = [_norm(rng.uniform(size=(i, n_components))) for i in n_cat]
+    problem, _ = cnmf_opt_init(m, n_components, init=(start_w, start_a))
     off = offsets_of(n_cat)
     # the start as the solver holds it (mixed with a little of the uniform PMF)
-    _, state = cnmf_opt_init(m, rank, init=(start_w, start_a))
+    _, state = cnmf_opt_init(m, n_components, init=(start_w, start_a))
     lam0, a0 = state.weights, state.factors_stacked
     blocks = [a0[off[n] : off[n + 1]] for n in range(len(n_cat))]
     pairs = list(itertools.combinations(range(len(n_cat)), 2))
     count_a = [np.zeros_like(b) for b in blocks]
-    count_w = np.zeros(rank)
+    count_w = np.zeros(n_components)
     for j, k in pairs:
         x = m.joint[off[j] : off[j + 1], off[k] : off[k + 1]]
         for a in range(n_cat[j]):
@@ -630,7 +634,7 @@ def test_opt_keeps_a_variable_with_no_observed_pair_finite():
     from bayespmf import CategoricalData
     from bayespmf.datasets import make_latent_class
 
-    d, _ = make_latent_class(500, [3, 3, 4, 3, 2], rank=2, random_state=0)
+    d, _ = make_latent_class(500, [3, 3, 4, 3, 2], n_components=2, random_state=0)
     codes = np.array(d.codes)
     codes[:, 0] = -1
     m = pairwise_marginals(CategoricalData.from_codes(codes, n_categories=d.n_categories))

@@ -37,8 +37,10 @@ BETA = np.array([[0.0, 0.4, -0.3], [0.0, 1.2, -0.6], [0.0, -0.8, 1.0]])
 
 def simulate(n_rows, rng, *, beta=BETA, n_items=6, n_cat=3, missing=0.2):
     """Rows from the latent-class regression model: classes from softmax(z beta)."""
-    rank = beta.shape[1]
-    factors = [rng.dirichlet(np.full(n_cat, 0.5), size=rank).T for _ in range(n_items)]
+    n_components = beta.shape[1]
+    factors = [
+        rng.dirichlet(np.full(n_cat, 0.5), size=n_components).T for _ in range(n_items)
+    ]
     z = rng.normal(size=(n_rows, beta.shape[0] - 1))
     p = softmax(np.c_[np.ones(n_rows), z] @ beta, axis=1)
     h = (p.cumsum(axis=1) > rng.random((n_rows, 1))).argmax(axis=1)

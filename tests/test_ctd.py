@@ -63,11 +63,11 @@ def test_errors(exact):
     _, a, t = exact
     with pytest.raises(DataValidationError, match="must be a TripleMarginals"):
         ctd(np.zeros((2, 2, 2)), 2)
-    with pytest.raises(ValueError, match="'rank'"):
+    with pytest.raises(ValueError, match="'n_components'"):
         ctd(t, 0)
     with pytest.raises(ValueError, match="'init'"):
         ctd(t, 2, init="spa")
-    with pytest.raises(DataValidationError, match="rank=3"):
+    with pytest.raises(DataValidationError, match="n_components=3"):
         ctd(t, 3, init=([0.5, 0.5], a))
     with pytest.raises(DataValidationError, match="no co-observed triple"):
         ctd(

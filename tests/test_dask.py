@@ -30,7 +30,7 @@ N_CAT = [3, 4, 2, 5]
 
 @pytest.fixture(scope="module")
 def data():
-    d, _ = make_latent_class(2000, N_CAT, rank=3, observed_prob=0.6, random_state=3)
+    d, _ = make_latent_class(2000, N_CAT, n_components=3, observed_prob=0.6, random_state=3)
     return d
 
 
@@ -162,8 +162,8 @@ def test_marginals_reject_other_types(data):
 
 
 def test_em_step_matches_in_memory_kernel(data, ddata, sync):
-    kernel = build_em_kernel(data, rank=3)
-    dkernel = DaskEMKernel(ddata, rank=3)
+    kernel = build_em_kernel(data, n_components=3)
+    dkernel = DaskEMKernel(ddata, n_components=3)
     assert dkernel.n_rows == kernel.n_rows
     rng = np.random.default_rng(1)
     w = rng.dirichlet(np.ones(3))
@@ -221,12 +221,15 @@ def test_fit_em_dask_warns_and_callback_stops(ddata, sync):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"rank": 0}, "'rank'"),
-        ({"rank": 2, "accelerate": "anderson"}, "'accelerate'"),
-        ({"rank": 2, "max_iter": 0}, "'max_iter'"),
-        ({"rank": 2, "tol": -1.0}, "'tol'"),
-        ({"rank": 2, "callback": 3}, "'callback'"),
-        ({"rank": 3, "init": ([1.0], [np.ones((i, 1)) / i for i in N_CAT])}, "rank 1"),
+        ({"n_components": 0}, "'n_components'"),
+        ({"n_components": 2, "accelerate": "anderson"}, "'accelerate'"),
+        ({"n_components": 2, "max_iter": 0}, "'max_iter'"),
+        ({"n_components": 2, "tol": -1.0}, "'tol'"),
+        ({"n_components": 2, "callback": 3}, "'callback'"),
+        (
+            {"n_components": 3, "init": ([1.0], [np.ones((i, 1)) / i for i in N_CAT])},
+            "rank 1",
+        ),
     ],
 )
 def test_fit_em_dask_argument_errors(ddata, kwargs, match):

@@ -22,7 +22,7 @@ def separated():
     data, _ = make_latent_class(
         300,
         4,
-        rank=2,
+        n_components=2,
         n_variables=6,
         observed_prob=0.8,
         factor_prior="separable",
@@ -47,7 +47,7 @@ def test_same_posterior_as_in_memory_gibbs(separated, sync):
     data, point = separated
     memory = sample(
         data,
-        rank=2,
+        n_components=2,
         init=point,
         method="gibbs",
         draws=300,
@@ -164,7 +164,7 @@ def test_distributed_client_gives_the_same_draws(separated):
 
 def test_default_start_and_reading_back(sync):
     data, truth = make_latent_class(
-        400, 3, rank=2, n_variables=5, factor_prior="separable", random_state=4
+        400, 3, n_components=2, n_variables=5, factor_prior="separable", random_state=4
     )
     ddata = DaskCategoricalData.from_categorical_data(data, chunk_rows=150)
     idata = sample_gibbs(ddata, 2, draws=40, tune=20, chains=2, random_seed=3, **FAST)
@@ -204,7 +204,7 @@ def test_patterns_match_numpy_unique():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"rank": 0}, "rank"),
+        ({"n_components": 0}, "n_components"),
         ({"draws": 0}, "draws"),
         ({"chains": 0}, "chains"),
         ({"n_sweeps": 0}, "n_sweeps"),
@@ -219,9 +219,9 @@ def test_bad_arguments_are_refused(kwargs, match):
     ddata = DaskCategoricalData.from_dask_array(
         da.from_array(np.array([[0, 1], [1, 0], [2, 1]]), chunks=(2, 2)), [3, 2]
     )
-    args = {"rank": 2, **kwargs}
+    args = {"n_components": 2, **kwargs}
     with pytest.raises(ValueError, match=match):
-        sample_gibbs(ddata, args.pop("rank"), draws=args.pop("draws", 5), **args)
+        sample_gibbs(ddata, args.pop("n_components"), draws=args.pop("draws", 5), **args)
 
 
 def test_bad_data_is_refused(sync):

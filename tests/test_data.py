@@ -196,11 +196,11 @@ def test_helpers():
     with pytest.raises(ValueError, match="random_state"):
         check_random_state(-1)
     with pytest.raises(
-        ValueError, match=r"'rank' parameter of X must be an int >= 1. Got 0"
+        ValueError, match=r"'n_components' parameter of X must be an int >= 1. Got 0"
     ):
-        check_int(0, "rank", owner="X", low=1)
+        check_int(0, "n_components", owner="X", low=1)
     with pytest.raises(ValueError, match="must be an int"):
-        check_int(True, "rank")
+        check_int(True, "n_components")
     with pytest.raises(ValueError, match="tol"):
         check_float(float("nan"), "tol")
     with pytest.raises(ValueError, match="tol"):

@@ -21,7 +21,7 @@ from bayespmf.fit.simplex_metrics import (
     simplex_frobenius_error,
     simplex_volume,
 )
-from bayespmf.fit.simplex_selection import completion_error, select_n_vertices
+from bayespmf.fit.simplex_selection import completion_error, select_simplex_n_components
 
 # --------------------------------------------------------------------------------------
 # the returns panel
@@ -140,14 +140,14 @@ def test_select_picks_true_k_on_a_clear_case():
     # K = 4, sigma = 0.1: the completion error of VLAD was lowest at K = 4 on each of
     # seeds 0-4 (3 folds, K in 2..6), by 4.6-9.6 % over K = 5 and 3.5-9.7x over K = 3
     X, _ = make_simplex_nest(600, 20, 4, alpha=1.0, sigma=0.1, random_state=0)
-    table, K = select_n_vertices(X, [3, 4, 5], "vlad", n_splits=3, random_state=0)
+    table, K = select_simplex_n_components(X, [3, 4, 5], "vlad", n_splits=3, random_state=0)
     assert K == 4
     assert table["chosen"].tolist() == [False, True, False]
     mse = table["completion_mse"]
     assert mse[3] > 2 * mse[4] and mse[5] > mse[4]
     # the plain distance to the simplex only falls with K (why it cannot choose)
     assert table["heldout_distance2"].is_monotonic_decreasing
-    again, _ = select_n_vertices(X, [3, 4, 5], "vlad", n_splits=3, random_state=0)
+    again, _ = select_simplex_n_components(X, [3, 4, 5], "vlad", n_splits=3, random_state=0)
     pd.testing.assert_frame_equal(table, again)  # one random_state, reproducible
 
 
@@ -159,10 +159,12 @@ def test_select_sparse_equals_dense(monkeypatch):
     X, _ = make_simplex_nest(
         120, 30, 3, alpha=0.5, kernel="multinomial", words_per_doc=200, random_state=2
     )
-    dense, K = select_n_vertices(X, [2, 3], "gdm", kernel="multinomial", random_state=0)
+    dense, K = select_simplex_n_components(
+        X, [2, 3], "gdm", kernel="multinomial", random_state=0
+    )
     # held-out rows made dense a few at a time: several chunks per fold
     monkeypatch.setattr(simplex_selection, "SCORE_CHUNK_ROWS", 7)
-    sp, K_sp = select_n_vertices(
+    sp, K_sp = select_simplex_n_components(
         sparse.csr_matrix(X), [2, 3], "gdm", kernel="multinomial", random_state=0
     )
     assert K == K_sp
@@ -172,13 +174,13 @@ def test_select_sparse_equals_dense(monkeypatch):
 def test_select_errors():
     X = np.random.default_rng(0).normal(size=(20, 4))
     with pytest.raises(ValueError, match="distinct"):
-        select_n_vertices(X, [2, 2], "gdm")
+        select_simplex_n_components(X, [2, 2], "gdm")
     with pytest.raises(ValueError, match="candidates"):
-        select_n_vertices(X, [1, 2], "gdm")
+        select_simplex_n_components(X, [1, 2], "gdm")
     with pytest.raises(ValueError, match="n_splits"):
-        select_n_vertices(X[:3], [2], "gdm", n_splits=5)
+        select_simplex_n_components(X[:3], [2], "gdm", n_splits=5)
     with pytest.raises(ValueError, match=">= 2"):
-        select_n_vertices(X[:, :1], [2], "gdm")
+        select_simplex_n_components(X[:, :1], [2], "gdm")
 
 
 def test_plot_n_vertices():
@@ -187,11 +189,11 @@ def test_plot_n_vertices():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bayespmf.plots.n_vertices import plot_n_vertices
+    from bayespmf.plots.simplex_n_components import plot_simplex_n_components
 
     X, _ = make_simplex_nest(150, 6, 3, alpha=1.0, sigma=0.05, random_state=1)
-    table, _ = select_n_vertices(X, [2, 3, 4], "gdm", n_splits=3, random_state=0)
-    fig = plot_n_vertices(table)
+    table, _ = select_simplex_n_components(X, [2, 3, 4], "gdm", n_splits=3, random_state=0)
+    fig = plot_simplex_n_components(table)
     assert len(fig.axes) == 2
     line = fig.axes[1].lines[0]
     np.testing.assert_allclose(line.get_ydata(), table["heldout_distance2"])

@@ -30,7 +30,7 @@ def test_shipped_topic_spec_runs_on_a_slice(tmp_path):
     spec.simplex.update(
         max_rows=200,
         max_words=300,
-        n_vertices=[3, 4],
+        n_components=[3, 4],
         n_splits=2,
         nuts_rows=30,
         nuts_words=20,
@@ -44,7 +44,7 @@ def test_shipped_topic_spec_runs_on_a_slice(tmp_path):
     metrics = json.loads((out / "results.json").read_text())
     for f in metrics["files"]:
         assert (out / f).is_file(), f
-    K = metrics["simplex"]["n_vertices"]
+    K = metrics["simplex"]["n_components"]
     assert K in (3, 4) and res["k_table"]["chosen"].sum() == 1
     table = pd.read_csv(out / "methods.csv", index_col="method")
     assert list(table.index) == ["VLAD", "GDM", "SimplexSPA"]
@@ -63,7 +63,7 @@ def test_returns_spec_runs(tmp_path, capsys):
     p = write(
         tmp_path,
         'seed = 1\n[data]\nname = "sp500"\noptions = { last_days = 300 }\n'
-        "test_fraction = 0.2\n[simplex]\nn_vertices = 3\n"
+        "test_fraction = 0.2\n[simplex]\nn_components = 3\n"
         'methods = ["gdm", "spa"]\n[output]\nfigures = false\n',
     )
     out = tmp_path / "out"
@@ -84,22 +84,22 @@ def test_returns_spec_runs(tmp_path, capsys):
             '[data]\nname = "sp500"\n[simplex]\nmethods = ["vlda"]\n',
             r"'simplex\.methods'.*'vlda'",
         ),
-        ('[data]\nname = "car"\n[simplex]\nn_vertices = 3\n', r"simplex-nest workflow"),
+        ('[data]\nname = "car"\n[simplex]\nn_components = 3\n', r"simplex-nest workflow"),
         (
-            '[data]\nname = "sp500"\n[simplex]\n[fit]\nrank = 3\n',
+            '[data]\nname = "sp500"\n[simplex]\n[fit]\nn_components = 3\n',
             r"\[simplex\] replaces \[fit\]",
         ),
-        ('[data]\nname = "sp500"\n[simplex]\nn_vertices = [3, 3]\n', "distinct"),
+        ('[data]\nname = "sp500"\n[simplex]\nn_components = [3, 3]\n', "distinct"),
         ('[data]\nname = "sp500"\n[simplex]\nchains = 0\n', r"'simplex\.chains'"),
         (
-            '[data]\nname = "sp500"\n[simplex]\nn_vertices = [3, 22]\n',
-            r"'simplex\.n_vertices'.*must be <= 21",
+            '[data]\nname = "sp500"\n[simplex]\nn_components = [3, 22]\n',
+            r"'simplex\.n_components'.*must be <= 21",
         ),
         (
             '[data]\nname = "wikipedia"\n[simplex]\nkernel = "gaussian"\n',
             "'multinomial' for a corpus",
         ),
-        ('[data]\nname = "sp500"\n[simplex]\nn_vertcies = 3\n', "Did you mean"),
+        ('[data]\nname = "sp500"\n[simplex]\nn_component = 3\n', "Did you mean"),
     ],
 )
 def test_bad_simplex_specs(tmp_path, text, match):

@@ -313,9 +313,11 @@ def test_convergence_warning_and_callback(small):
 
 def test_error_paths(small, kernel):
     codes, start = small
-    with pytest.raises(ValueError, match="'rank' parameter of fit_em must be an int"):
+    with pytest.raises(
+        ValueError, match="'n_components' parameter of fit_em must be an int"
+    ):
         fit_em(codes, 0)
-    with pytest.raises(ValueError, match="'rank' parameter of build_em_kernel"):
+    with pytest.raises(ValueError, match="'n_components' parameter of build_em_kernel"):
         build_em_kernel(codes, N_CAT, 0)
     with pytest.raises(ValueError, match="'accelerate' parameter of fit_em must be None"):
         fit_em(codes, RANK, accelerate="anderson")
@@ -345,12 +347,15 @@ def test_estep_blocks_threaded_split_equals_one_pass(monkeypatch):
     from bayespmf.kernels import em_numba
 
     rng = np.random.default_rng(3)
-    n_cat, rank, n_start = [3, 4, 2, 5], 3, 40
+    n_cat, n_components, n_start = [3, 4, 2, 5], 3, 40
     codes = np.stack([rng.integers(-1, k, size=200) for k in n_cat], axis=1)
-    kernel = NumbaEMKernel(codes, n_cat, rank)
-    w = rng.dirichlet(np.ones(rank), size=n_start)
+    kernel = NumbaEMKernel(codes, n_cat, n_components)
+    w = rng.dirichlet(np.ones(n_components), size=n_start)
     a = np.concatenate(
-        [rng.dirichlet(np.ones(k), size=(n_start, rank)).transpose(2, 0, 1) for k in n_cat]
+        [
+            rng.dirichlet(np.ones(k), size=(n_start, n_components)).transpose(2, 0, 1)
+            for k in n_cat
+        ]
     )
     monkeypatch.setattr(em_numba, "n_cpus", lambda: 1)
     one = kernel.step(w, a)

@@ -20,12 +20,27 @@ from bayespmf.datasets._simulate import make_simplex_nest
 from bayespmf.estimators.latent_class import LatentClassPMF, NotFittedError
 from bayespmf.estimators.simplex import GDM, VLAD, SimplexSPA
 
+#: scikit-learn sets ``n_components = 1`` in these checks; a simplex needs two vertices.
+_ONE_VERTEX = (
+    "sets n_components=1; a simplex nest needs at least two vertices, so fit refuses "
+    "it with DataValidationError"
+)
 #: Shared by the three simplex estimators.
 _SIMPLEX = {
     "check_dtype_object": (
         "non-numeric entries raise DataValidationError (a ValueError, the package's "
         "error for malformed data), not the TypeError of np.asarray"
     ),
+} | {
+    name: _ONE_VERTEX
+    for name in (
+        "check_dont_overwrite_parameters",
+        "check_fit2d_1feature",
+        "check_fit2d_1sample",
+        "check_fit2d_predict1d",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+    )
 }
 #: VLAD and GDM: ``max_iter`` caps the Lloyd iterations of each k-means restart.
 _KMEANS = {
@@ -157,9 +172,9 @@ def test_not_fitted_error_is_sklearns():
 def test_clone_get_set_params(cls):
     est = cls(3, "poisson")
     params = est.get_params()
-    assert params["n_vertices"] == 3 and params["kernel"] == "poisson"
-    other = clone(est).set_params(n_vertices=4)
-    assert other.n_vertices == 4 and est.n_vertices == 3
+    assert params["n_components"] == 3 and params["kernel"] == "poisson"
+    other = clone(est).set_params(n_components=4)
+    assert other.n_components == 4 and est.n_components == 3
     assert repr(est).startswith(f"{cls.__name__}(")
 
 
@@ -178,9 +193,9 @@ def test_gridsearchcv_with_score():
     # vertices cover them, so the held-out reconstruction score picks 3
     X, _ = make_simplex_nest(300, 2, 3, alpha=1.0, sigma=0.01, random_state=0)
     search = GridSearchCV(
-        GDM(2, n_init=2, random_state=0), {"n_vertices": [2, 3]}, cv=3
+        GDM(2, n_init=2, random_state=0), {"n_components": [2, 3]}, cv=3
     ).fit(X)
-    assert search.best_params_ == {"n_vertices": 3}
+    assert search.best_params_ == {"n_components": 3}
     scores = search.cv_results_["mean_test_score"]
     assert np.all(scores <= 0) and scores[1] > scores[0]
     assert search.best_estimator_.vertices_.shape == (3, 2)

@@ -28,8 +28,10 @@ LABELS = np.array(["lo", "mid", "hi"])
 
 def simulate(n_rows, rng, *, beta=BETA, n_items=5, n_cat=3, missing=0.2):
     """Rows from the latent-class regression model (as in tests/test_covariates.py)."""
-    rank = beta.shape[1]
-    factors = [rng.dirichlet(np.full(n_cat, 0.5), size=rank).T for _ in range(n_items)]
+    n_components = beta.shape[1]
+    factors = [
+        rng.dirichlet(np.full(n_cat, 0.5), size=n_components).T for _ in range(n_items)
+    ]
     z = rng.normal(size=(n_rows, beta.shape[0] - 1))
     p = softmax(np.c_[np.ones(n_rows), z] @ beta, axis=1)
     h = (p.cumsum(axis=1) > rng.random((n_rows, 1))).argmax(axis=1)
@@ -136,8 +138,8 @@ def test_every_argument_is_passed_through(monkeypatch):
     """TensorLy's wrapper check: each sentinel arrives as itself, under its own name."""
     seen = {}
 
-    def recorder(data, covariates, rank, **kwargs):
-        seen.update(data=data, covariates=covariates, rank=rank, **kwargs)
+    def recorder(data, covariates, n_components, **kwargs):
+        seen.update(data=data, covariates=covariates, n_components=n_components, **kwargs)
         raise _Called
 
     monkeypatch.setattr(regression_module, "fit_latent_class_regression", recorder)
@@ -284,7 +286,7 @@ def test_clone_get_set_params():
     m = LatentClassRegression(3, ridge=0.1, n_init=5, random_state=2)
     params = m.get_params()
     assert params == {
-        "rank": 3,
+        "n_components": 3,
         "fit_intercept": True,
         "n_init": 5,
         "n_starts": 3,
@@ -296,8 +298,8 @@ def test_clone_get_set_params():
     }
     c = clone(m)
     assert c is not m and c.get_params() == params
-    c.set_params(rank=2, tol=1e-8)
-    assert c.rank == 2 and c.tol == 1e-8 and m.rank == 3
+    c.set_params(n_components=2, tol=1e-8)
+    assert c.n_components == 2 and c.tol == 1e-8 and m.n_components == 3
     assert not hasattr(c, "coef_")
 
 

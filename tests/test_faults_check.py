@@ -28,7 +28,9 @@ OPTIONS = dict(draws=5, tune=5, chains=1, cores=1, random_seed=0, progressbar=Fa
 
 @pytest.fixture(scope="module")
 def small():
-    data, _ = make_latent_class(80, [2, 3, 2], rank=2, observed_prob=0.9, random_state=0)
+    data, _ = make_latent_class(
+        80, [2, 3, 2], n_components=2, observed_prob=0.9, random_state=0
+    )
     return data
 
 
@@ -46,7 +48,7 @@ def no_sampling(monkeypatch):
 
 
 def test_misspelt_keyword_is_refused_with_the_valid_ones(small, no_sampling):
-    model = latent_class_model(small, rank=2)
+    model = latent_class_model(small, n_components=2)
     with pytest.raises(DataValidationError, match="misspelt_keyword") as info:
         sample(model, misspelt_keyword=1, **OPTIONS)
     msg = str(info.value)
@@ -71,7 +73,7 @@ def test_other_families_refuse_unknown_keywords_before_their_point_estimate(
     z = pd.DataFrame({"age": np.random.default_rng(0).normal(size=small.n_samples)})
     X, _ = make_simplex_nest(40, 4, 3, alpha=2.0, sigma=0.1, random_state=1)
     for model in (
-        latent_class_model(small, rank=2, covariates=z),
+        latent_class_model(small, n_components=2, covariates=z),
         simplex_nest_model(X, 3, alpha=2.0),
     ):
         with pytest.raises(DataValidationError, match="misspelt_keyword"):
@@ -81,7 +83,7 @@ def test_other_families_refuse_unknown_keywords_before_their_point_estimate(
 
 
 def test_advi_refuses_zero_iterations_and_nuts_options(small, no_sampling):
-    model = latent_class_model(small, rank=2)
+    model = latent_class_model(small, n_components=2)
     advi = dict(method="advi", draws=5, random_seed=0, progressbar=False)
     for bad in (0, -3):
         with pytest.raises(ValueError, match=r"'advi_iterations'.*>= 1"):
@@ -105,7 +107,7 @@ def test_advi_refuses_zero_iterations_and_nuts_options(small, no_sampling):
 )
 def test_nuts_refuses_empty_runs(small, no_sampling, bad, match):
     with pytest.raises(ValueError, match=match):
-        sample(small, rank=2, **(OPTIONS | bad))
+        sample(small, n_components=2, **(OPTIONS | bad))
 
 
 def test_the_keywords_pm_sample_takes_still_pass():
@@ -137,7 +139,7 @@ def test_a_nuts_option_reaches_the_sampler(small):
     # max_treedepth=2 caps every draw's tree at depth 2 (default 10)
     idata = sample(
         small,
-        rank=2,
+        n_components=2,
         max_treedepth=2,
         target_accept=0.9,
         log_likelihood=False,
@@ -178,7 +180,7 @@ def _weighted_loglik(codes, weights, factors, w):
 
 @pytest.fixture(scope="module")
 def rows():
-    data, _ = make_latent_class(200, [2, 3, 2, 2], rank=2, random_state=0)
+    data, _ = make_latent_class(200, [2, 3, 2, 2], n_components=2, random_state=0)
     return np.asarray(data.codes), list(data.n_categories)
 
 
@@ -288,11 +290,15 @@ def _spec(tmp_path, text, name="spec.toml"):
 
 
 BAD_SPECS = [
-    ('[data]\nname = "car"\n[fit]\nrank = 2\ntol = nan\n', "'fit.tol'", "finite"),
-    ('[data]\nname = "car"\n[fit]\nrank = 2\ntol = inf\n', "'fit.tol'", "finite"),
-    ('seed = -1\n[data]\nname = "car"\n[fit]\nrank = 2\n', "'seed'", "non-negative"),
+    ('[data]\nname = "car"\n[fit]\nn_components = 2\ntol = nan\n', "'fit.tol'", "finite"),
+    ('[data]\nname = "car"\n[fit]\nn_components = 2\ntol = inf\n', "'fit.tol'", "finite"),
     (
-        '[data]\nname = "car"\n[fit]\nrank = 2\n[sample]\nrandom_seed = -2\n',
+        'seed = -1\n[data]\nname = "car"\n[fit]\nn_components = 2\n',
+        "'seed'",
+        "non-negative",
+    ),
+    (
+        '[data]\nname = "car"\n[fit]\nn_components = 2\n[sample]\nrandom_seed = -2\n',
         "'sample.random_seed'",
         "non-negative",
     ),
@@ -301,10 +307,18 @@ BAD_SPECS = [
         "'task.random_state'",
         "non-negative",
     ),
-    ('[data]\nname = "car"\n[fit]\nrank = 400\n', "'fit.rank'", "Use rank <= 363"),
-    ('[data]\nname = "car"\n[fit]\nrank = [2, 400]\n', "'fit.rank'", "Use rank <= 363"),
     (
-        '[data]\nname = "car"\n[task]\nranks = [400]\nn_trials = 1\n',
+        '[data]\nname = "car"\n[fit]\nn_components = 400\n',
+        "'fit.n_components'",
+        "Use n_components <= 363",
+    ),
+    (
+        '[data]\nname = "car"\n[fit]\nn_components = [2, 400]\n',
+        "'fit.n_components'",
+        "Use n_components <= 363",
+    ),
+    (
+        '[data]\nname = "car"\n[task]\ncandidates = [400]\nn_trials = 1\n',
         "'[task]'",
         "Use ranks <= 363",
     ),
@@ -315,7 +329,7 @@ BAD_SPECS = [
         "takes no options",
     ),
     (
-        '[data]\nname = "votes"\noptions = { impute = "no" }\n[fit]\nrank = 2\n',
+        '[data]\nname = "votes"\noptions = { impute = "no" }\n[fit]\nn_components = 2\n',
         "'data.options.impute'",
         "must be of type bool",
     ),
@@ -361,11 +375,12 @@ def test_check_accepts_good_options_and_loads_the_data(tmp_path, capsys, monkeyp
     real = datasets.load
     monkeypatch.setattr(datasets, "load", lambda *a, **k: loaded.append(a) or real(*a, **k))
     for text in (
-        '[data]\nname = "votes"\noptions = { impute = true }\n[fit]\nrank = 3\n',
+        '[data]\nname = "votes"\noptions = { impute = true }\n[fit]\nn_components = 3\n',
         '[data]\nname = "movielens"\noptions = { genre = "Action", n_movies = 10 }\n'
-        "[fit]\nrank = [2, 3]\n",
-        '[data]\nname = "car"\n[fit]\nrank = 2\ntol = 1e-6\n[sample]\nmethod = "advi"\n'
-        "[task]\nn_trials = 1\nranks = [2, 400]\nposterior = true\n",
+        "[fit]\nn_components = [2, 3]\n",
+        '[data]\nname = "car"\n[fit]\nn_components = 2\ntol = 1e-6\n'
+        '[sample]\nmethod = "advi"\n'
+        "[task]\nn_trials = 1\ncandidates = [2, 400]\nposterior = true\n",
     ):
         p = _spec(tmp_path, text)
         assert main(["run", str(p), "--check"]) == 0, capsys.readouterr().err
@@ -390,7 +405,7 @@ def test_task_checks_are_the_tasks_own(monkeypatch):
     for kw in (
         {"random_state": -1},
         {"n_trials": 0},
-        {"ranks": []},
+        {"candidates": []},
         {"methods": ["cnmf-spaa"]},
         {"posterior": {"bogus": 1}},
     ):
@@ -413,7 +428,7 @@ def test_latent_class_sample_refuses_bad_keywords_before_its_point_estimate(
             raise AssertionError("the point estimate ran although the arguments are bad")
 
     monkeypatch.setattr(estimators, "LatentClassPMF", NoFit)
-    model = latent_class_model(small, rank=2)
+    model = latent_class_model(small, n_components=2)
     with pytest.raises(DataValidationError, match="misspelt_keyword"):
         sample(model, misspelt_keyword=1, **OPTIONS)
     with pytest.raises(ValueError, match=r"'advi_iterations'.*>= 1"):

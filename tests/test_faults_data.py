@@ -32,7 +32,9 @@ LABELS = [["no", "yes"], ["lo", "mid", "hi"], ["w", "x", "y", "z"]]
 
 @pytest.fixture(scope="module")
 def fitted():
-    sim, _ = make_latent_class(300, [2, 3, 4], rank=2, observed_prob=0.8, random_state=2)
+    sim, _ = make_latent_class(
+        300, [2, 3, 4], n_components=2, observed_prob=0.8, random_state=2
+    )
     data = CategoricalData.from_codes(sim.codes, [2, 3, 4], names=NAMES, categories=LABELS)
     est = LatentClassPMF(2, "em", max_iter=5000, tol=1e-9, random_state=0).fit(data)
     return data, est
@@ -100,7 +102,7 @@ def test_estimator_binds_reordered_variables_by_name(fitted):
     )
     np.testing.assert_array_equal(est.score_samples(rev), est.score_samples(data))
     # equal alphabet sizes: a positional reading would not even fail loudly
-    sim, _ = make_latent_class(300, [3, 3, 3], rank=2, random_state=5)
+    sim, _ = make_latent_class(300, [3, 3, 3], n_components=2, random_state=5)
     same = CategoricalData.from_codes(sim.codes, 3, names=["u", "v", "w"])
     est3 = LatentClassPMF(2, "em", max_iter=5000, tol=1e-9, random_state=0).fit(same)
     shuffled = same.select_variables(["w", "u", "v"])
@@ -264,7 +266,7 @@ def test_start_with_a_larger_alphabet_than_the_model_is_refused(fitted):
     keep = np.flatnonzero(data.codes[:, 2] != 3)
     sub = CategoricalData.from_pandas(data[keep].to_pandas().astype(object))
     assert sub.categories[2] == ["w", "x", "y"]
-    model = latent_class_model(sub, rank=2)
+    model = latent_class_model(sub, n_components=2)
     with pytest.raises(ValueError, match=r"'c' has 3 categories in the model and 4"):
         initvals_from_params(model, est)
 

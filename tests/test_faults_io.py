@@ -36,9 +36,9 @@ LEGACY_POSTERIOR = Path(__file__).parent / "data" / "posterior_bayespmf_0.1_arvi
 
 @pytest.fixture(scope="module")
 def data():
-    return make_latent_class(300, [3, 2, 4, 3], rank=2, observed_prob=0.9, random_state=0)[
-        0
-    ]
+    return make_latent_class(
+        300, [3, 2, 4, 3], n_components=2, observed_prob=0.9, random_state=0
+    )[0]
 
 
 @pytest.fixture(scope="module")
@@ -329,7 +329,7 @@ _CHILD = textwrap.dedent(
 
     warnings.simplefilter("ignore")
     os.chdir({folder!r})
-    data, _ = make_latent_class(300, [3, 2, 4], rank=2, random_state=0)
+    data, _ = make_latent_class(300, [3, 2, 4], n_components=2, random_state=0)
     new = LatentClassPMF(2, n_init=3, random_state=0).fit(data)
     old = LatentClassPMF.from_params(new.weights_, new.factors_)
     cases = [
@@ -385,7 +385,7 @@ def test_file_size_limit_during_save_keeps_old_file_and_process(tmp_path):
 def _spec(tmp_path):
     p = tmp_path / "spec.toml"
     p.write_text(
-        'seed = 1\n[data]\nname = "votes"\n[fit]\nrank = 2\nmethod = "em"\n'
+        'seed = 1\n[data]\nname = "votes"\n[fit]\nn_components = 2\nmethod = "em"\n'
         "[output]\nfigures = false\n"
     )
     return p
@@ -538,7 +538,9 @@ def test_invalid_content_is_refused_npz(model, tmp_path, case, damage, match, ch
         bio.load(path)
 
 
-@pytest.mark.parametrize(("case", "damage", "match"), _DAMAGE[:3], ids=["w", "nan", "rank"])
+@pytest.mark.parametrize(
+    ("case", "damage", "match"), _DAMAGE[:3], ids=["w", "nan", "n_components"]
+)
 def test_invalid_content_is_refused_netcdf_legacy(model, tmp_path, case, damage, match):
     path = bio.save(model, tmp_path / "fit.nc")
     with xr.open_dataset(path, engine="h5netcdf") as ds:

@@ -63,7 +63,9 @@ def _loglik(codes, weights, factors):
 
 
 def _big_alphabet(n_big, n_rows=60, seed=0):
-    data, _ = make_latent_class(n_rows, [n_big, 3, 3, 2, 4], rank=2, random_state=seed)
+    data, _ = make_latent_class(
+        n_rows, [n_big, 3, 3, 2, 4], n_components=2, random_state=seed
+    )
     return data
 
 
@@ -100,7 +102,7 @@ def test_estimate_formulas_match_brute_force_counts():
     ],
 )
 def test_estimate_bounds_the_measured_peak(method, n_cat):
-    data, _ = make_latent_class(200, n_cat, rank=2, random_state=0)
+    data, _ = make_latent_class(200, n_cat, n_components=2, random_state=0)
     fit_latent_class(data, 2, method=method, random_state=0)  # compile the kernels
     tracemalloc.start()
     try:
@@ -175,7 +177,7 @@ def test_auto_leaves_out_the_spectral_start_that_does_not_fit(monkeypatch):
 # that 10 starts do not replicate: the warning is right and not what this test checks
 @pytest.mark.filterwarnings("ignore::bayespmf.fit.multistart.LocalOptimumWarning")
 def test_auto_keeps_the_spectral_start_when_it_fits(monkeypatch):
-    data, _ = make_latent_class(300, [100, 3, 4, 3, 2], rank=2, random_state=0)
+    data, _ = make_latent_class(300, [100, 3, 4, 3, 2], n_components=2, random_state=0)
     _budget(monkeypatch, 2**40)
     fit = fit_latent_class(data, 2, n_init=10, random_state=0)
     assert fit.info["starts"][0] == "cnmf-spa"
@@ -190,7 +192,7 @@ def test_auto_keeps_the_spectral_start_when_it_fits(monkeypatch):
 
 
 def test_exploration_runs_in_batches_that_fit(monkeypatch):
-    data, _ = make_latent_class(400, [3, 4, 3, 2, 3, 4], rank=3, random_state=0)
+    data, _ = make_latent_class(400, [3, 4, 3, 2, 3, 4], n_components=3, random_state=0)
     source = fit_source.as_source(data, None)
     args = dict(n_init=30, init="random", max_iter=300, tol=1e-8, explore_cycles=4)
     whole = multistart(source, 3, random_state=0, **args)
@@ -216,7 +218,7 @@ def test_exploration_runs_in_batches_that_fit(monkeypatch):
 
 
 def test_exploration_stops_once_every_start_is_stationary(monkeypatch):
-    data, _ = make_latent_class(150, [2] * 300, rank=2, random_state=0)
+    data, _ = make_latent_class(150, [2] * 300, n_components=2, random_state=0)
     source = fit_source.as_source(data, None)
     starts = [("random", p) for p in ms.random_starts(data, 2, 12, random_state=0)]
     cycles = []
@@ -236,7 +238,7 @@ def test_exploration_stops_once_every_start_is_stationary(monkeypatch):
     np.testing.assert_allclose(after, loglik, rtol=1e-12)
 
 
-def _rows_start_reference(data, rank, rng):
+def _rows_start_reference(data, n_components, rng):
     """rows_start as one loop per variable (the code it replaced)."""
     codes = np.asarray(data.codes)
     n_cat = np.asarray(data.n_categories)
@@ -244,7 +246,7 @@ def _rows_start_reference(data, rank, rng):
     observed = codes >= 0
     seeds = [int(rng.integers(n_rows))]
     dist = np.full(n_rows, np.inf)
-    for _ in range(1, rank):
+    for _ in range(1, n_components):
         s = codes[seeds[-1]]
         both = observed & (s >= 0)
         n_both = both.sum(axis=1)
@@ -261,13 +263,13 @@ def _rows_start_reference(data, rank, rng):
         col = codes[:, n]
         freq = np.bincount(col[col >= 0], minlength=size).astype(float) + 1.0
         freq /= freq.sum()
-        a = np.repeat(freq[:, None], rank, axis=1)
+        a = np.repeat(freq[:, None], n_components, axis=1)
         for f, r in enumerate(seeds):
             if codes[r, n] >= 0:
                 a[:, f] *= ms.ROW_SEED_SMOOTHING
                 a[codes[r, n], f] += 1.0 - ms.ROW_SEED_SMOOTHING
         factors.append(a)
-    return np.full(rank, 1.0 / rank), factors
+    return np.full(n_components, 1.0 / n_components), factors
 
 
 def test_rows_start_equals_the_per_variable_loop():
@@ -277,9 +279,9 @@ def test_rows_start_equals_the_per_variable_loop():
         codes = rng.integers(0, n_cat, size=(int(rng.integers(1, 50)), n_cat.size))
         codes[rng.random(codes.shape) < 0.3] = -1
         data = ms.CategoricalData(codes, n_cat)
-        rank = int(rng.integers(1, 5))
-        w, factors = _rows_start_reference(data, rank, np.random.default_rng(trial))
-        got = rows_start(data, rank, np.random.default_rng(trial))
+        n_components = int(rng.integers(1, 5))
+        w, factors = _rows_start_reference(data, n_components, np.random.default_rng(trial))
+        got = rows_start(data, n_components, np.random.default_rng(trial))
         np.testing.assert_array_equal(got.weights, w)
         for a, b in zip(got.factors, factors, strict=True):
             np.testing.assert_array_equal(a, b)
@@ -371,7 +373,7 @@ class _CountingGenerator(np.random.Generator):
 def test_cnmf_spa_bootstrap_on_wide_data_draws_per_batch_not_per_pair():
     # 400 binary variables: 79,800 pairs; the bootstrap used to call multinomial once
     # per pair and replicate (8.7-9.6 s of the CNMF-SPA start here; now 1.2-1.4 s)
-    data, _ = make_latent_class(200, [2] * 400, rank=2, random_state=0)
+    data, _ = make_latent_class(200, [2] * 400, n_components=2, random_state=0)
     marginals = pairwise_marginals(data)
     rng = _CountingGenerator(0)
     params, info = cnmf_kernel.cnmf_spa(marginals, 2, random_state=rng)
@@ -387,8 +389,10 @@ def test_cnmf_spa_bootstrap_on_wide_data_draws_per_batch_not_per_pair():
 # ------------------------------------------------- (c) the default fit on wide data
 
 
-def _wide_case(n_vars=400, n_rows=100, rank=2, seed=0):
-    data, _ = make_latent_class(n_rows, [2] * n_vars, rank=rank, random_state=seed)
+def _wide_case(n_vars=400, n_rows=100, n_components=2, seed=0):
+    data, _ = make_latent_class(
+        n_rows, [2] * n_vars, n_components=n_components, random_state=seed
+    )
     return data
 
 
@@ -415,9 +419,9 @@ def test_wide_gate_fires_on_wide_data_and_says_so(monkeypatch):
     calls = []
     spa = ms.cnmf_spa
 
-    def spy(marginals, rank, **kwargs):
+    def spy(marginals, n_components, **kwargs):
         calls.append(kwargs)
-        return spa(marginals, rank, **kwargs)
+        return spa(marginals, n_components, **kwargs)
 
     monkeypatch.setattr(ms, "cnmf_spa", spy)
     fit = fit_latent_class(data, 2, n_init=12, random_state=0)
@@ -439,9 +443,9 @@ def test_wide_gate_does_not_fire_on_car_and_leaves_its_fit_unchanged(monkeypatch
     calls = []
     spa = ms.cnmf_spa
 
-    def spy(marginals, rank, **kwargs):
+    def spy(marginals, n_components, **kwargs):
         calls.append(kwargs)
-        return spa(marginals, rank, **kwargs)
+        return spa(marginals, n_components, **kwargs)
 
     monkeypatch.setattr(ms, "cnmf_spa", spy)
     with pytest.warns(ms.LocalOptimumWarning):  # 20 starts, rank 3: not replicated
@@ -459,20 +463,20 @@ def test_wide_gate_does_not_fire_on_car_and_leaves_its_fit_unchanged(monkeypatch
     )
 
 
-@pytest.mark.parametrize("rank", [2, 3])
-def test_gated_fit_is_as_good_as_the_ungated_one(monkeypatch, rank):
-    data = _wide_case(n_vars=60, n_rows=300, rank=rank, seed=1)
+@pytest.mark.parametrize("n_components", [2, 3])
+def test_gated_fit_is_as_good_as_the_ungated_one(monkeypatch, n_components):
+    data = _wide_case(n_vars=60, n_rows=300, n_components=n_components, seed=1)
     monkeypatch.setattr(ms, "WIDE_BLOCK_ENTRIES", float("inf"))
-    ungated = fit_latent_class(data, rank, n_init=40, random_state=0)
+    ungated = fit_latent_class(data, n_components, n_init=40, random_state=0)
     monkeypatch.setattr(ms, "WIDE_BLOCK_ENTRIES", 120**2)  # this small case is "wide"
-    gated = fit_latent_class(data, rank, n_init=40, random_state=0)
+    gated = fit_latent_class(data, n_components, n_init=40, random_state=0)
     assert "wide_data" in gated.info and "wide_data" not in ungated.info
     assert gated.loglik >= ungated.loglik - 1e-6 * abs(ungated.loglik)
     assert gated.loglik == pytest.approx(_loglik(data.codes, *gated.params), rel=1e-10)
 
 
 def test_explore_each_start_leaves_when_stationary_or_behind(monkeypatch):
-    data = _wide_case(n_vars=300, n_rows=150, rank=3)
+    data = _wide_case(n_vars=300, n_rows=150, n_components=3)
     source = fit_source.as_source(data, None)
     starts = [("random", p) for p in ms.random_starts(data, 3, 12, random_state=0)]
     together = ms._explore(source, 3, starts, 20)[2]
@@ -501,11 +505,11 @@ def test_explore_each_start_leaves_when_stationary_or_behind(monkeypatch):
 
 def test_batched_nnls_equals_scipy_nnls():
     rng = np.random.default_rng(4)
-    for rank in range(1, cnmf_kernel.MAX_ENUMERATED_NNLS_RANK + 1):
+    for n_components in range(1, cnmf_kernel.MAX_ENUMERATED_NNLS_RANK + 1):
         for trial in range(6):
-            g = rng.uniform(size=(int(rng.integers(rank + 1, 30)), rank))
+            g = rng.uniform(size=(int(rng.integers(n_components + 1, 30)), n_components))
             y = rng.normal(size=(g.shape[0], 40))
-            y[:, ::2] += g @ rng.uniform(size=(rank, 20))  # some interior solutions
+            y[:, ::2] += g @ rng.uniform(size=(n_components, 20))  # some interior solutions
             ref = cnmf_spa_kernel._nnls_rows(g, y)
             got = cnmf_spa_kernel._nnls_columns(g, y)
             assert (got >= 0).all()
@@ -528,7 +532,9 @@ def test_batched_nnls_equals_scipy_nnls():
 
 
 def test_batched_cnmf_spa_equals_the_unbatched_one():
-    codes, _ = make_latent_class(800, [2, 3, 4, 2, 3, 2, 4, 3, 2], rank=3, random_state=2)
+    codes, _ = make_latent_class(
+        800, [2, 3, 4, 2, 3, 2, 4, 3, 2], n_components=3, random_state=2
+    )
     codes = np.array(codes.codes)
     codes[np.random.default_rng(0).random(codes.shape) < 0.2] = -1
     marginals = pairwise_marginals(codes, [2, 3, 4, 2, 3, 2, 4, 3, 2])

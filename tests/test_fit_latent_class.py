@@ -13,7 +13,7 @@ from bayespmf.pmf import LatentClassParams, log_likelihood_rows
 @pytest.fixture(scope="module")
 def trap():
     """Binary items where RAND-EM from seed 5 ends in a local maximum 0.43 below."""
-    data, _ = make_latent_class(300, [2] * 6, rank=3, random_state=2)
+    data, _ = make_latent_class(300, [2] * 6, n_components=3, random_state=2)
     return data
 
 
@@ -49,7 +49,9 @@ def test_random_state_reproduces_and_changes_the_random_starts(trap):
 @pytest.fixture(scope="module")
 def rough():
     """Few rows, many 5-level items, rank 4: nearly every start ends at its own optimum."""
-    data, _ = make_latent_class(80, [5] * 10, rank=4, observed_prob=0.5, random_state=2)
+    data, _ = make_latent_class(
+        80, [5] * 10, n_components=4, observed_prob=0.5, random_state=2
+    )
     return data
 
 
@@ -106,7 +108,7 @@ def test_warning_when_the_best_is_not_replicated(trap):
 
 
 def test_rows_start_is_seeded_on_distinct_rows():
-    data, _ = make_latent_class(200, [3, 3, 3], rank=2, random_state=0)
+    data, _ = make_latent_class(200, [3, 3, 3], n_components=2, random_state=0)
     p = rows_start(data, 2, random_state=0)
     for a in p.factors:
         np.testing.assert_allclose(a.sum(axis=0), 1.0)

@@ -47,7 +47,7 @@ def test_plateau_that_the_old_rule_called_converged():
     # Binary items, rank 3: from this random start EM crawls along a plateau. The old
     # rule (relative change <= tol) stopped at an iterate 0.38 log-lik units (3e-4
     # relative) below where the same EM run ends; the new rule must not.
-    data, _ = make_latent_class(300, [2] * 6, rank=3, random_state=2)
+    data, _ = make_latent_class(300, [2] * 6, n_components=3, random_state=2)
     tol = 1e-7
     _, long = fit_em(data, 3, random_state=5, max_iter=20000, tol=0.0)
     trace = long.loglik_trace

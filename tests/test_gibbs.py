@@ -198,7 +198,7 @@ def _gibbs(model, seed, draws=100, chains=2, tune=20):
 def test_front_door_passes_n_sweeps():
     """``sample(..., method="gibbs", n_sweeps=k)`` reaches the step (a bad value is
     refused by the step, by name), and other steps' options are still refused."""
-    data, _ = make_latent_class(40, [2, 3, 2, 2], rank=2, random_state=0)
+    data, _ = make_latent_class(40, [2, 3, 2, 2], n_components=2, random_state=0)
     model = latent_class_model(data, 2)
     kw = dict(method="gibbs", draws=5, tune=5, chains=1, progressbar=False, align=False)
     with pytest.raises(DataValidationError, match="n_sweeps"):
@@ -261,31 +261,31 @@ def test_priors_are_the_model_priors():
 
 def test_refuses_models_that_are_not_plain_latent_class():
     """(f) Covariates, potentials, extra variables: a clear error, nothing sampled."""
-    data, _ = make_latent_class(40, [2, 3], rank=2, random_state=0)
+    data, _ = make_latent_class(40, [2, 3], n_components=2, random_state=0)
     z = np.random.default_rng(0).normal(size=(data.n_samples, 1))
-    regression = latent_class_model(data, rank=2, covariates=z)
+    regression = latent_class_model(data, n_components=2, covariates=z)
     with pytest.raises(DataValidationError, match="plain latent-class"):
         LatentClassGibbs(model=regression)
-    potential = latent_class_model(data, rank=2)
+    potential = latent_class_model(data, n_components=2)
     with potential:
         pm.Potential("penalty", -potential["weights"][0])
     with pytest.raises(DataValidationError, match="potentials"):
         LatentClassGibbs(model=potential)
-    extra = latent_class_model(data, rank=2)
+    extra = latent_class_model(data, n_components=2)
     with extra:
         pm.Normal("mu")
     with pytest.raises(DataValidationError, match="other free variables"):
         LatentClassGibbs(model=extra)
     with pytest.raises(DataValidationError, match="method='gibbs'"):
-        sample(latent_class_model(data, rank=2), method="gibbs", target_accept=0.9)
+        sample(latent_class_model(data, n_components=2), method="gibbs", target_accept=0.9)
 
 
 @pytest.fixture(scope="module")
 def small_posteriors():
     data, _ = make_latent_class(
-        150, [3, 3, 2, 3], rank=2, observed_prob=0.85, random_state=3
+        150, [3, 3, 2, 3], n_components=2, observed_prob=0.85, random_state=3
     )
-    model = latent_class_model(data, rank=2)
+    model = latent_class_model(data, n_components=2)
     opts = dict(chains=2, random_seed=11, progressbar=False, log_likelihood=False)
     gibbs = sample(model, method="gibbs", draws=1500, tune=200, cores=1, **opts)
     nuts = sample(model, method="nuts", draws=600, tune=400, cores=1, **opts)
@@ -332,12 +332,15 @@ def test_simulation_based_calibration():
     check of a step given the wrong factor prior (10 instead of 1) fails pooled."""
     sbc = _benchmark("bayes_gibbs_sbc")
     args = sbc.parse_args(["--reps", "24"])
-    names, ranks = sbc.sbc(args)
-    assert ranks.shape == (24, len(names)) and ranks.min() >= 0
-    assert ranks.max() <= args.draws
-    p = [sbc.uniformity(ranks[:, q], args.draws, args.bins)[2] for q in range(len(names))]
+    names, candidates = sbc.sbc(args)
+    assert candidates.shape == (24, len(names)) and candidates.min() >= 0
+    assert candidates.max() <= args.draws
+    p = [
+        sbc.uniformity(candidates[:, q], args.draws, args.bins)[2]
+        for q in range(len(names))
+    ]
     assert min(p) * len(p) > 0.001, p
-    assert sbc.pooled(ranks, args.draws, args.bins)[2] > 0.001
+    assert sbc.pooled(candidates, args.draws, args.bins)[2] > 0.001
 
     wrong = sbc.parse_args(["--reps", "24", "--factor-prior-fit", "10", "--seed", "1000"])
     _, bad_ranks = sbc.sbc(wrong)

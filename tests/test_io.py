@@ -15,7 +15,9 @@ from bayespmf.datasets import make_latent_class
 
 @pytest.fixture(scope="module")
 def fitted():
-    data, _ = make_latent_class(400, [3, 2, 4], rank=2, observed_prob=0.8, random_state=0)
+    data, _ = make_latent_class(
+        400, [3, 2, 4], n_components=2, observed_prob=0.8, random_state=0
+    )
     return LatentClassPMF(2, "em", random_state=0, max_iter=2000).fit(data), data
 
 

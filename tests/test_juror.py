@@ -23,11 +23,11 @@ from bayespmf.metrics import factor_mse, joint_pmf_relative_error
 from bayespmf.pmf import stack_factors
 
 
-def _separable(n_vars, n_cat, rank, rng):
+def _separable(n_vars, n_cat, n_components, rng):
     out = []
     for _ in range(n_vars):
-        a = rng.uniform(size=(n_cat, rank))
-        a[:rank] = np.diag(rng.uniform(0.5, 1.5, size=rank))
+        a = rng.uniform(size=(n_cat, n_components))
+        a[:n_components] = np.diag(rng.uniform(0.5, 1.5, size=n_components))
         out.append(a / a.sum(axis=0))
     return out
 

@@ -15,7 +15,7 @@ from bayespmf.pmf import joint_pmf, log_likelihood_rows
 @pytest.fixture(scope="module")
 def sim():
     data, truth = make_latent_class(
-        20000, [4, 5, 4, 6, 5], rank=3, observed_prob=0.7, random_state=11
+        20000, [4, 5, 4, 6, 5], n_components=3, observed_prob=0.7, random_state=11
     )
     return data, truth
 
@@ -23,7 +23,7 @@ def sim():
 def test_get_set_params_pass_through():
     est = LatentClassPMF(3, method="em", max_iter=7, tol=1e-3, random_state=5)
     assert est.get_params() == {
-        "rank": 3,
+        "n_components": 3,
         "method": "em",
         "n_init": None,
         "init": "auto",
@@ -34,8 +34,8 @@ def test_get_set_params_pass_through():
         "progressbar": False,
         "n_categories": None,
     }
-    est.set_params(rank=4)
-    assert est.rank == 4
+    est.set_params(n_components=4)
+    assert est.n_components == 4
     with pytest.raises(ValueError, match="Invalid parameter 'rnak'"):
         est.set_params(rnak=2)
 
@@ -45,19 +45,21 @@ def test_scikit_learn_conventions():
     from sklearn.base import clone
     from sklearn.model_selection import GridSearchCV
 
-    data, _ = make_latent_class(900, [3, 3, 4, 3, 3], rank=2, random_state=2)
+    data, _ = make_latent_class(900, [3, 3, 4, 3, 3], n_components=2, random_state=2)
     est = LatentClassPMF(2, n_init=8, random_state=0)
     twin = clone(est)
     assert twin.get_params() == est.get_params() and twin is not est
-    search = GridSearchCV(est, {"rank": [1, 2, 3]}, cv=3).fit(np.asarray(data.codes))
+    search = GridSearchCV(est, {"n_components": [1, 2, 3]}, cv=3).fit(
+        np.asarray(data.codes)
+    )
     # held-out log-likelihood picks a rank above the independence model
-    assert search.best_params_["rank"] > 1
+    assert search.best_params_["n_components"] > 1
     with pytest.raises(ValueError, match=r"'y' is ignored.*one entry per row"):
         est.fit(data, [3] * data.n_variables)  # an alphabet, passed positionally
     # a target passed along (as a pipeline does) is ignored: the same fit as without
     y = np.asarray(data.codes)[:, 0]
-    with_y = clone(est).set_params(rank=2).fit(data, y)
-    without = clone(est).set_params(rank=2).fit(data)
+    with_y = clone(est).set_params(n_components=2).fit(data, y)
+    without = clone(est).set_params(n_components=2).fit(data)
     np.testing.assert_array_equal(with_y.weights_, without.weights_)
 
 
@@ -101,7 +103,7 @@ def sim_separable():
     return make_latent_class(
         20000,
         6,
-        rank=3,
+        n_components=3,
         n_variables=5,
         observed_prob=0.7,
         factor_prior="separable",
@@ -209,9 +211,9 @@ def test_joint_pmf_and_sample(sim):
 
 
 def test_errors():
-    data, _ = make_latent_class(300, 3, rank=2, n_variables=4, random_state=0)
+    data, _ = make_latent_class(300, 3, n_components=2, n_variables=4, random_state=0)
     with pytest.raises(
-        ValueError, match=r"'rank' parameter of LatentClassPMF must be an int >= 1"
+        ValueError, match=r"'n_components' parameter of LatentClassPMF must be an int >= 1"
     ):
         LatentClassPMF(0).fit(data)
     with pytest.raises(ValueError, match="Did you mean 'cnmf-spa'"):

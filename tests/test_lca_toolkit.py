@@ -11,7 +11,7 @@ from bayespmf.datasets import make_latent_class
 
 @pytest.fixture(scope="module")
 def fitted():
-    data, _ = make_latent_class(600, [2, 3, 2, 3], rank=2, random_state=4)
+    data, _ = make_latent_class(600, [2, 3, 2, 3], n_components=2, random_state=4)
     data, _ = data.hide_entries(0.1, random_state=0)
     return data, LatentClassPMF(2, random_state=0, n_init=8).fit(data)
 
@@ -84,7 +84,7 @@ def test_goodness_of_fit_by_enumeration(fitted):
 
 
 def test_goodness_of_fit_refuses_a_rank_too_large_for_the_table():
-    data, _ = make_latent_class(300, [2, 2, 2], rank=2, random_state=0)
+    data, _ = make_latent_class(300, [2, 2, 2], n_components=2, random_state=0)
     m = LatentClassPMF(2, random_state=0, n_init=4).fit(data)  # k = 7 = 2^3 - 1
     with pytest.raises(DataValidationError, match="df = 0"):
         m.goodness_of_fit(data)
@@ -94,7 +94,7 @@ def test_dataframe_in_labels_and_index_out():
     import pandas as pd
 
     rng = np.random.default_rng(0)
-    data, _ = make_latent_class(400, [2, 3, 2, 3], rank=2, random_state=1)
+    data, _ = make_latent_class(400, [2, 3, 2, 3], n_components=2, random_state=1)
     labels = [["no", "yes"], ["low", "mid", "high"], ["a", "b"], ["x", "y", "z"]]
     df = pd.DataFrame(
         {

@@ -38,10 +38,10 @@ def random_codes(seed, n_rows=80, n_cat=N_CAT, missing=0.4):
     return codes
 
 
-def random_params(seed, n_cat=N_CAT, rank=3):
+def random_params(seed, n_cat=N_CAT, n_components=3):
     rng = np.random.default_rng(seed)
-    weights = rng.dirichlet(np.ones(rank))
-    factors = [rng.dirichlet(np.ones(i), size=rank).T for i in n_cat]
+    weights = rng.dirichlet(np.ones(n_components))
+    factors = [rng.dirichlet(np.ones(i), size=n_components).T for i in n_cat]
     return weights, factors
 
 

@@ -25,19 +25,19 @@ OUTCOMES = {
 }
 
 
-def _point(family, rng, rank=2):
-    factors = [rng.dirichlet(np.ones(k), size=rank) for k in (2, 2, 3)]  # (F, I_n)
-    out = {"factors": factors, "weights": rng.dirichlet(np.ones(rank))}
-    out["coef"] = rng.normal(size=(2, rank - 1))
+def _point(family, rng, n_components=2):
+    factors = [rng.dirichlet(np.ones(k), size=n_components) for k in (2, 2, 3)]  # (F, I_n)
+    out = {"factors": factors, "weights": rng.dirichlet(np.ones(n_components))}
+    out["coef"] = rng.normal(size=(2, n_components - 1))
     if family == "gaussian":
-        out["outcome_mean"] = rng.normal(size=rank)
-        out["outcome_sigma"] = rng.uniform(0.5, 2.0, size=rank)
+        out["outcome_mean"] = rng.normal(size=n_components)
+        out["outcome_sigma"] = rng.uniform(0.5, 2.0, size=n_components)
     elif family == "poisson":
-        out["outcome_mean"] = rng.uniform(0.5, 4.0, size=rank)
+        out["outcome_mean"] = rng.uniform(0.5, 4.0, size=n_components)
     elif family == "bernoulli":
-        out["outcome_mean"] = rng.uniform(0.1, 0.9, size=rank)
+        out["outcome_mean"] = rng.uniform(0.1, 0.9, size=n_components)
     else:
-        out["outcome_probs"] = rng.dirichlet(np.ones(3), size=rank)
+        out["outcome_probs"] = rng.dirichlet(np.ones(3), size=n_components)
     return out
 
 

@@ -31,7 +31,12 @@ from bayespmf.models.latent_class import PivotLogRatio, factor_var_name
 @pytest.fixture(scope="module")
 def small():
     data, truth = make_latent_class(
-        120, [3, 2, 4], rank=2, observed_prob=0.7, drop_empty_rows=True, random_state=4
+        120,
+        [3, 2, 4],
+        n_components=2,
+        observed_prob=0.7,
+        drop_empty_rows=True,
+        random_state=4,
     )
     return data, truth
 
@@ -83,7 +88,7 @@ def point_of(data, weights, factors):
 
 def test_logp_equals_enumeration(small, rng):
     data, _ = small
-    model = latent_class_model(data, rank=2)
+    model = latent_class_model(data, n_components=2)
     w = rng.dirichlet(np.ones(2))
     factors = [rng.dirichlet(np.ones(k), size=2).T for k in data.n_categories]
     got = row_logp_fn(model)(point_of(data, w, factors))
@@ -128,7 +133,7 @@ def test_model_dims_and_coords():
         names=["colour", "size"],
         categories=[["red", "blue"], ["S", "M", "L"]],
     )
-    model = latent_class_model(data, rank=3)
+    model = latent_class_model(data, n_components=3)
     assert model.named_vars_to_dims["A_size"] == ("class", "size_category")
     assert list(model.coords["size_category"]) == ["S", "M", "L"]
     assert len(model.coords["class"]) == 3
@@ -140,8 +145,8 @@ def test_model_dims_and_coords():
     assert model["x"] in model.observed_RVs and model["rows"] in model.data_vars
     # nothing hangs on the model object: sample() reads it all back from the model
     assert not [k for k in vars(model) if k.startswith("_bayespmf")]
-    got, rank = model_data(model)
-    assert rank == 3 and got == data.drop_empty_rows()
+    got, n_components = model_data(model)
+    assert n_components == 3 and got == data.drop_empty_rows()
     assert got.categories == [["red", "blue"], ["S", "M", "L"]]
     with pytest.raises(DataValidationError, match="latent_class_model"):
         model_data(pm.Model())
@@ -149,7 +154,7 @@ def test_model_dims_and_coords():
 
 def test_prior_predictive(small):
     data, _ = small
-    model = latent_class_model(data, rank=2)
+    model = latent_class_model(data, n_components=2)
     prior = pm.sample_prior_predictive(draws=20, model=model, random_seed=0)
     x = prior.prior_predictive["x"]
     assert x.dims == ("chain", "draw", "row", "variable")
@@ -159,7 +164,7 @@ def test_prior_predictive(small):
 
 def test_model_errors(small):
     data, _ = small
-    with pytest.raises(ValueError, match="'rank'"):
+    with pytest.raises(ValueError, match="'n_components'"):
         latent_class_model(data, 0)
     codes = np.array(data.codes)
     codes[:, 1] = -1
@@ -180,7 +185,7 @@ def test_model_errors(small):
         initvals_from_params(model, "nonsense")
     with pytest.raises(DataValidationError, match="'method'"):
         sample(model, method="hmc")
-    with pytest.raises(DataValidationError, match="'rank' is required"):
+    with pytest.raises(DataValidationError, match="'n_components' is required"):
         sample(data)
     with pytest.raises(DataValidationError, match="'simplex_transform'"):
         sample(model, simplex_transform="stick")
@@ -254,7 +259,9 @@ def _value_order(model, fused):
     layout = fused.bayespmf_pivot_layout
     names = [str(v) for v in fused.coords["variable"]]
     segments, pos = {}, 0
-    for key, rows in [("weights", 1)] + [(factor_var_name(n), layout.rank) for n in names]:
+    for key, rows in [("weights", 1)] + [
+        (factor_var_name(n), layout.n_components) for n in names
+    ]:
         size = int(layout.size[layout.start >= pos][:rows].sum() - rows)
         segments[key] = np.arange(pos, pos + size)
         pos += size
@@ -383,7 +390,7 @@ def fake_idata(truth, perms, noise=0.0, rng=None, data=None):
 
 
 def test_align_undoes_planted_permutation(rng):
-    _, truth = make_latent_class(10, [3, 4, 5], rank=4, random_state=2)
+    _, truth = make_latent_class(10, [3, 4, 5], n_components=4, random_state=2)
     perms = np.array([rng.permutation(4) for _ in range(2 * 30)]).reshape(2, 30, 4)
     idata, names = fake_idata(truth, perms)
     data = CategoricalData.from_codes(np.zeros((1, 3), dtype=int), [3, 4, 5], names=names)
@@ -416,7 +423,7 @@ def test_align_undoes_planted_permutation(rng):
 
 def test_posterior_predict_proba(rng):
     data, truth = make_latent_class(
-        50, [3, 4, 5], rank=2, observed_prob=0.8, random_state=3
+        50, [3, 4, 5], n_components=2, observed_prob=0.8, random_state=3
     )
     perms = np.array([rng.permutation(2) for _ in range(20)]).reshape(2, 10, 2)
     idata, _ = fake_idata(truth, perms)
@@ -433,9 +440,14 @@ def test_posterior_predictive_marginals_match_data(rng):
     # draws at the truth: new rows from pm.sample_posterior_predictive have the
     # data's one-way marginals up to the data's own sampling error
     data, truth = make_latent_class(
-        1500, [3, 2, 4], rank=2, observed_prob=0.8, drop_empty_rows=True, random_state=7
+        1500,
+        [3, 2, 4],
+        n_components=2,
+        observed_prob=0.8,
+        drop_empty_rows=True,
+        random_state=7,
     )
-    model = latent_class_model(data, rank=2)
+    model = latent_class_model(data, n_components=2)
     perms = np.array([rng.permutation(2) for _ in range(2 * 25)]).reshape(2, 25, 2)
     idata, _ = fake_idata(truth, perms, data=data)
     with model:
@@ -453,7 +465,12 @@ def test_posterior_predictive_marginals_match_data(rng):
 
 def test_impute_follows_the_fitted_conditional(rng):
     data, truth = make_latent_class(
-        40, [3, 2, 4], rank=2, observed_prob=0.6, drop_empty_rows=True, random_state=5
+        40,
+        [3, 2, 4],
+        n_components=2,
+        observed_prob=0.6,
+        drop_empty_rows=True,
+        random_state=5,
     )
     n_draws = 3000
     perms = np.array([rng.permutation(2) for _ in range(n_draws)]).reshape(1, -1, 2)
@@ -488,7 +505,7 @@ def test_impute_follows_the_fitted_conditional(rng):
 
 def test_compute_log_likelihood_equals_row_logliks_and_loo_runs(small, rng):
     data, truth = small
-    model = latent_class_model(data, rank=2)
+    model = latent_class_model(data, n_components=2)
     draws = 30
     w = rng.dirichlet(10 * truth.weights, size=(2, draws))
     post = {"weights": w}
@@ -552,7 +569,7 @@ def test_membership_intervals_cover_the_draws(small, rng):
 @pytest.mark.slow
 def test_nuts_from_point_estimate(small):
     data, truth = small
-    model = latent_class_model(data, rank=2)
+    model = latent_class_model(data, n_components=2)
     # a permuted truth as start: the sampler must start there, not at PyMC's default
     perm = np.array([1, 0])
     start = (truth.weights[perm], [a[:, perm] for a in truth.factors])
@@ -608,7 +625,7 @@ def test_advi_runs(small):
     data, truth = small
     idata = sample(
         data,
-        rank=2,
+        n_components=2,
         method="advi",
         init=(truth.weights, truth.factors),
         draws=50,
@@ -680,14 +697,14 @@ def test_convergence_summary_tells_slow_mixing_from_modes():
 def test_chains_start_at_distinct_optima():
     from bayespmf.fit import LocalOptimumWarning
 
-    data, _ = make_latent_class(300, [2] * 6, rank=3, random_state=2)
+    data, _ = make_latent_class(300, [2] * 6, n_components=3, random_state=2)
     # two starts that end 0.43 log-lik units apart (see tests/test_fit_latent_class.py)
     good = LatentClassPMF(3, random_state=0, n_init=8).fit(data).params_
     bad = LatentClassPMF(3, "em", random_state=5, tol=1e-10, max_iter=20000).fit(data)
     with pytest.warns(LocalOptimumWarning):
         point = LatentClassPMF(3, init=[good, bad.params_]).fit(data)
     assert len(point.optima_) == 2
-    model = latent_class_model(data, rank=3)
+    model = latent_class_model(data, n_components=3)
     idata = sample(
         model,
         init=("optima", point),
@@ -730,7 +747,7 @@ def test_start_is_bound_to_the_model_by_variable_name(votes_fit):
     # whatever the column order of the data the model was built on
     df, est = votes_fit
     reversed_df = df[df.columns[::-1]]
-    model = latent_class_model(reversed_df, rank=2)
+    model = latent_class_model(reversed_df, n_components=2)
     iv = initvals_from_params(model, est, jitter=0.0)[0]
     got = _start_factors(iv, est.variable_names_)
     for name, a in zip(est.variable_names_, est.factors_, strict=True):
@@ -761,7 +778,7 @@ def test_start_follows_category_labels_in_another_order(votes_fit):
     labels = est.category_labels_[1]
     relabelled = df.copy()
     relabelled[name] = pd.Categorical(df[name], categories=labels[::-1])
-    model = latent_class_model(relabelled, rank=2)
+    model = latent_class_model(relabelled, n_components=2)
     iv = initvals_from_params(model, est, jitter=0.0)[0]
     a = est.factors_[1]
     clipped = np.maximum(a, 1e-4) / np.maximum(a, 1e-4).sum(axis=0)
@@ -770,7 +787,7 @@ def test_start_follows_category_labels_in_another_order(votes_fit):
 
 def test_start_that_does_not_fit_the_model_is_refused(votes_fit):
     df, est = votes_fit
-    model = latent_class_model(df.drop(columns=df.columns[0]), rank=2)
+    model = latent_class_model(df.drop(columns=df.columns[0]), n_components=2)
     with pytest.raises(DataValidationError, match=r"does not fit the model.*missing"):
         initvals_from_params(model, est)
     # a dict with names is bound like an estimator
@@ -780,7 +797,7 @@ def test_start_that_does_not_fit_the_model_is_refused(votes_fit):
         "names": est.variable_names_[::-1],
         "categories": est.category_labels_[::-1],
     }
-    model = latent_class_model(df, rank=2)
+    model = latent_class_model(df, n_components=2)
     a = initvals_from_params(model, point, jitter=0.0)[0]
     b = initvals_from_params(model, est, jitter=0.0)[0]
     for key in a:
@@ -792,11 +809,13 @@ def test_posterior_functions_bind_rows_by_name(small):
 
     data, _ = small
     rng = np.random.default_rng(3)
-    rank = 2
+    n_components = 2
     names = list(data.names)
     # a point-mass posterior with distinct factors per variable
-    w = rng.dirichlet(np.ones(rank))
-    factors = [rng.dirichlet(np.ones(k), size=rank) for k in data.n_categories]  # (F, I)
+    w = rng.dirichlet(np.ones(n_components))
+    factors = [
+        rng.dirichlet(np.ones(k), size=n_components) for k in data.n_categories
+    ]  # (F, I)
     post = {"weights": np.tile(w, (1, 3, 1))}
     post |= {factor_var_name(n): np.tile(a, (1, 3, 1, 1)) for n, a in zip(names, factors)}
     idata = az.from_dict(

@@ -135,7 +135,7 @@ def test_sample_errors():
         sample_simplex_nest(model, init={"vertices": np.zeros((3, 3))})
     with pytest.raises(DataValidationError, match=r"'init' must be None"):
         sample_simplex_nest(model, init="vlad")
-    with pytest.raises(DataValidationError, match=r"'n_vertices'.*>= 2"):
+    with pytest.raises(DataValidationError, match=r"'n_components'.*>= 2"):
         simplex_nest_model(X, 1)
 
 

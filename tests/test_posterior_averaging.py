@@ -127,11 +127,11 @@ def test_weight_arguments_are_checked(rng):
 # ------------------------------------------------------------------ averaged PMF
 
 
-def _fake_posterior(rng, n_cat, names, rank, chains=2, draws=5):
-    post = {"weights": rng.dirichlet(np.ones(rank), size=(chains, draws))}
+def _fake_posterior(rng, n_cat, names, n_components, chains=2, draws=5):
+    post = {"weights": rng.dirichlet(np.ones(n_components), size=(chains, draws))}
     dims = {"weights": ["class"]}
     for name, k in zip(names, n_cat, strict=True):
-        post[f"A_{name}"] = rng.dirichlet(np.ones(k), size=(chains, draws, rank))
+        post[f"A_{name}"] = rng.dirichlet(np.ones(k), size=(chains, draws, n_components))
         dims[f"A_{name}"] = ["class", f"{name}_category"]
     return az.from_dict({"posterior": post}, dims=dims)
 
@@ -179,9 +179,9 @@ def test_averaged_predict_proba_equals_brute_force_over_draws_and_ranks(rng):
 # ------------------------------------------------------------------ task rows
 
 
-def _point_mass_sample(data, *, rank, init, draws, chains, **kw):
+def _point_mass_sample(data, *, n_components, init, draws, chains, **kw):
     """Stand-in for bayespmf.models.sample: every draw is the start ``init``."""
-    post = {"weights": np.broadcast_to(init.weights, (chains, draws, rank))}
+    post = {"weights": np.broadcast_to(init.weights, (chains, draws, n_components))}
     dims = {"weights": ["class"]}
     for name, a in zip(data.names, init.factors, strict=True):
         post[f"A_{name}"] = np.broadcast_to(a.T, (chains, draws, *a.T.shape))
@@ -205,12 +205,12 @@ def test_posterior_rows_of_point_mass_posteriors(monkeypatch):
         methods=["cnmf-spa-em"],
         baselines=[],
         n_trials=1,
-        ranks=[2, 3],
+        candidates=[2, 3],
         random_state=3,
         posterior={
             "draws": 3,
             "chains": 2,
-            "ranks": [2, 3],
+            "candidates": [2, 3],
             "combine": ["chosen", "plugin", "val-best", "val-stacking"],
         },
     )
@@ -263,12 +263,12 @@ def test_rating_log_score_matches_the_predictive_pmf():
         ({"combine": []}, r"at least one row"),
         ([{}, {"draws": 10}], r"Two posterior configurations give the row"),
         ([{}, "x"], r"list of such dicts"),
-        ({"ranks": [0]}, r"ranks"),
+        ({"candidates": [0]}, r"candidates"),
     ],
 )
 def test_posterior_options_are_checked(posterior, match):
     with pytest.raises(ValueError, match=match):  # DataValidationError is a ValueError
-        tasks.classify("votes", n_trials=1, ranks=[2], posterior=posterior)
+        tasks.classify("votes", n_trials=1, candidates=[2], posterior=posterior)
 
 
 # ------------------------------------------------------------------ real posteriors
@@ -280,12 +280,12 @@ def test_rank_weights_of_sampled_posteriors_equal_az_compare():
     from bayespmf.models import sample
 
     data, _ = datasets.make_latent_class(
-        150, [2, 3, 2, 3], rank=2, observed_prob=0.9, random_state=0
+        150, [2, 3, 2, 3], n_components=2, observed_prob=0.9, random_state=0
     )
     fits = {
         r: sample(
             data,
-            rank=r,
+            n_components=r,
             draws=100,
             tune=100,
             chains=2,

@@ -596,15 +596,15 @@ FIT_METHODS = ("em", "squarem", "cnmf-spa", "cnmf-spa-em")
 @given(
     codes_nc=categorical_codes(max_rows=12, max_vars=4, max_cat=3),
     method=st.sampled_from(FIT_METHODS),
-    rank=st.one_of(st.integers(1, 2), st.integers(0, 4)),
+    n_components=st.one_of(st.integers(1, 2), st.integers(0, 4)),
     max_iter=st.integers(1, 5),
     seed=SEED,
 )
-def test_latent_class_fit(codes_nc, method, rank, max_iter, seed):
+def test_latent_class_fit(codes_nc, method, n_components, max_iter, seed):
     event(f"method={method}")
     codes, n_cat, _ = codes_nc
     before = codes.copy()
-    model = LatentClassPMF(rank, method, max_iter=max_iter, random_state=seed)
+    model = LatentClassPMF(n_components, method, max_iter=max_iter, random_state=seed)
     ok, fitted = run("LatentClassPMF.fit", model.fit, codes, n_categories=n_cat)
     np.testing.assert_array_equal(codes, before)
     if not ok:
@@ -613,7 +613,7 @@ def test_latent_class_fit(codes_nc, method, rank, max_iter, seed):
     if method != "cnmf-spa":
         check_monotone(fitted.loglik_trace_)
         assert fitted.n_iter_ <= max_iter
-    again = LatentClassPMF(rank, method, max_iter=max_iter, random_state=seed)
+    again = LatentClassPMF(n_components, method, max_iter=max_iter, random_state=seed)
     with warnings.catch_warnings():
         # the same 1-5 iteration fit as above, where run() allowed its warning
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -627,17 +627,17 @@ def test_latent_class_fit(codes_nc, method, rank, max_iter, seed):
 def models_and_queries(draw):
     rng = np.random.default_rng(draw(SEED))
     codes, n_cat, _ = draw(categorical_codes(max_rows=8, max_vars=4))
-    rank = draw(st.integers(1, 3))
+    n_components = draw(st.integers(1, 3))
     sparse = draw(st.booleans())  # exact zeros in the factors, as CNMF-SPA can give
     factors = []
     for i in n_cat:
-        a = rng.dirichlet(np.ones(i), size=rank).T
+        a = rng.dirichlet(np.ones(i), size=n_components).T
         if sparse:
             a[rng.random(a.shape) < 0.3] = 0.0
             a[0, a.sum(axis=0) == 0] = 1.0
             a /= a.sum(axis=0)
         factors.append(a)
-    model = LatentClassPMF.from_params(rng.dirichlet(np.ones(rank)), factors)
+    model = LatentClassPMF.from_params(rng.dirichlet(np.ones(n_components)), factors)
     model._names = [f"x{j}" for j in range(n_cat.size)]
     query = draw(st.sampled_from(["same", "wider", "bad_code", "floats"]))
     if query == "wider":
@@ -700,12 +700,12 @@ def test_score(args):
 @st.composite
 def em_args(draw):
     codes, n_cat, _ = draw(categorical_codes(max_rows=10, max_vars=4, max_cat=3))
-    rank = draw(st.integers(1, 5))  # up to F >> I_n
+    n_components = draw(st.integers(1, 5))  # up to F >> I_n
     init_kind = draw(st.sampled_from(["none", "random", "wrong_rank", "unnormalized"]))
     rng = np.random.default_rng(draw(SEED))
     init = None
     if init_kind != "none":
-        f = rank + (init_kind == "wrong_rank")
+        f = n_components + (init_kind == "wrong_rank")
         init = (
             rng.dirichlet(np.ones(f)),
             [rng.dirichlet(np.ones(i), size=f).T for i in n_cat],
@@ -715,7 +715,7 @@ def em_args(draw):
     return dict(
         codes=codes,
         n_cat=n_cat,
-        rank=rank,
+        n_components=n_components,
         init=init,
         accelerate=draw(st.sampled_from([None, "squarem"])),
         max_iter=draw(st.integers(1, 6)),
@@ -737,7 +737,7 @@ def test_fit_em(args):
         random_state=args["seed"],
     )
     before = args["codes"].copy()
-    ok, out = run("fit_em", fit_em, args["codes"], args["rank"], **kw)
+    ok, out = run("fit_em", fit_em, args["codes"], args["n_components"], **kw)
     np.testing.assert_array_equal(args["codes"], before)
     if not ok:
         return
@@ -748,7 +748,7 @@ def test_fit_em(args):
     with warnings.catch_warnings():
         # the same 1-6 iteration fit as above, where run() allowed its warning
         warnings.simplefilter("ignore", ConvergenceWarning)
-        again, info2 = fit_em(args["codes"], args["rank"], **kw)
+        again, info2 = fit_em(args["codes"], args["n_components"], **kw)
     np.testing.assert_array_equal(again.weights, params.weights)
     np.testing.assert_array_equal(info2.loglik_trace, info.loglik_trace)
 
@@ -810,14 +810,14 @@ def test_squarem(case, with_objective):
 @PROPERTY
 @given(
     codes_nc=categorical_codes(max_rows=10, max_vars=4, max_cat=3),
-    rank=st.integers(1, 4),
+    n_components=st.integers(1, 4),
     seed=SEED,
 )
-def test_squarem_pmf_step(codes_nc, rank, seed):
+def test_squarem_pmf_step(codes_nc, n_components, seed):
     codes, n_cat, _ = codes_nc
     rng = np.random.default_rng(seed)
-    w = rng.dirichlet(np.ones(rank))
-    a = np.concatenate([rng.dirichlet(np.ones(i), size=rank).T for i in n_cat])
+    w = rng.dirichlet(np.ones(n_components))
+    a = np.concatenate([rng.dirichlet(np.ones(i), size=n_components).T for i in n_cat])
 
     def step(w, a):
         return em_step_numpy(codes, n_cat, w, a)
@@ -840,18 +840,20 @@ def test_squarem_pmf_step(codes_nc, rank, seed):
 def metric_args(draw):
     rng = np.random.default_rng(draw(SEED))
     n_cat = draw(st.lists(st.integers(2, 3), min_size=1, max_size=3))
-    rank = draw(st.integers(1, 3))
-    w = rng.dirichlet(np.ones(rank))
-    fs = [rng.dirichlet(np.ones(i), size=rank).T for i in n_cat]
-    perm = rng.permutation(rank)
-    broken = draw(st.sampled_from(["none", "none", "nan", "shape", "rank", "empty"]))
+    n_components = draw(st.integers(1, 3))
+    w = rng.dirichlet(np.ones(n_components))
+    fs = [rng.dirichlet(np.ones(i), size=n_components).T for i in n_cat]
+    perm = rng.permutation(n_components)
+    broken = draw(
+        st.sampled_from(["none", "none", "nan", "shape", "n_components", "empty"])
+    )
     w2, fs2 = w[perm], [f[:, perm] for f in fs]
     if broken == "nan":
         fs2[0] = fs2[0].copy()
         fs2[0][0, 0] = np.nan
     elif broken == "shape":
         fs2 = fs2[:-1] if len(fs2) > 1 else [fs2[0][:1]]
-    elif broken == "rank":
+    elif broken == "n_components":
         w2 = np.append(w2, 0.0)
     elif broken == "empty":
         fs2 = []
@@ -926,8 +928,8 @@ def test_one_observed_entry_per_row():
 def test_category_never_observed_and_rank_one():
     rng = np.random.default_rng(1)
     codes = rng.integers(0, 2, (30, 3))  # category 2 of every variable never occurs
-    for rank in (1, 2):
-        model = LatentClassPMF(rank, "em", random_state=0, max_iter=100).fit(
+    for n_components in (1, 2):
+        model = LatentClassPMF(n_components, "em", random_state=0, max_iter=100).fit(
             codes, n_categories=[3] * 3
         )
         assert np.all(np.concatenate([a[2] for a in model.factors_]) < 1e-6)

@@ -30,7 +30,7 @@ from bayespmf.estimators import (
 # ------------------------------------------------------------------ bayespmf run
 
 _SPEC = (
-    'seed = 1\n[data]\nname = "votes"\n[fit]\nrank = 2\nmethod = "em"\n'
+    'seed = 1\n[data]\nname = "votes"\n[fit]\nn_components = 2\nmethod = "em"\n'
     "[output]\nfigures = false\n"
 )
 
@@ -185,7 +185,7 @@ def test_row4_methods_before_fit_raise_not_fitted(estimator, method, args):
 
 
 def test_predict_without_target_is_the_class_as_in_sklearn_mixtures():
-    data, _ = make_latent_class(300, 3, rank=2, n_variables=4, random_state=2)
+    data, _ = make_latent_class(300, 3, n_components=2, n_variables=4, random_state=2)
     est = LatentClassPMF(2, random_state=0).fit(data)
     np.testing.assert_array_equal(est.predict(data), est.predict_class(data))
     np.testing.assert_allclose(est.predict_proba(data), est.predict_class_proba(data))
@@ -195,7 +195,7 @@ def test_predict_without_target_is_the_class_as_in_sklearn_mixtures():
 @pytest.fixture(scope="module")
 def rare():
     """Votes-sized simulated codes in which category 3 of variable 0 occurs once."""
-    data, _ = make_latent_class(240, 3, rank=2, n_variables=5, random_state=0)
+    data, _ = make_latent_class(240, 3, n_components=2, n_variables=5, random_state=0)
     codes = np.array(data.codes)
     codes[5, 0] = 3
     return codes
@@ -211,7 +211,7 @@ def test_row5_grid_search_on_categorical_data(rare):
     assert isinstance(fold, CategoricalData) and fold.n_samples == 20
     assert fold.n_categories.tolist() == [4, 3, 3, 3, 3]  # the alphabets are kept
     est = LatentClassPMF(1, method="em", random_state=0)
-    search = GridSearchCV(est, {"rank": [1, 2]}, cv=3).fit(data)
+    search = GridSearchCV(est, {"n_components": [1, 2]}, cv=3).fit(data)
     scores = [search.cv_results_[f"split{k}_test_score"] for k in range(3)]
     assert np.all(np.isfinite(scores))
     assert np.all(np.isfinite(cross_val_score(clone(est), data, cv=3)))
@@ -222,7 +222,7 @@ def test_row6_grid_search_on_codes_with_a_rare_category(rare):
 
     n_cat = [4, 3, 3, 3, 3]
     est = LatentClassPMF(1, method="em", random_state=0, n_categories=n_cat)
-    search = GridSearchCV(est, {"rank": [1, 2]}, cv=3).fit(rare)
+    search = GridSearchCV(est, {"n_components": [1, 2]}, cv=3).fit(rare)
     for k in range(3):  # the fold without the rare category has it too
         assert np.all(np.isfinite(search.cv_results_[f"split{k}_test_score"]))
     with pytest.raises(DataValidationError, match=r"n_categories=\[5, 3, 3, 3, 3\], but"):
@@ -231,10 +231,10 @@ def test_row6_grid_search_on_codes_with_a_rare_category(rare):
     bare = LatentClassPMF(1, method="em", random_state=0)
     fix = r"Pass the full alphabets to the estimator, LatentClassPMF\(\.\.\., n_categ"
     with pytest.raises(DataValidationError, match=fix):
-        GridSearchCV(bare, {"rank": [1, 2]}, cv=3, error_score="raise").fit(rare)
+        GridSearchCV(bare, {"n_components": [1, 2]}, cv=3, error_score="raise").fit(rare)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        GridSearchCV(bare, {"rank": [1, 2]}, cv=3).fit(rare)
+        GridSearchCV(bare, {"n_components": [1, 2]}, cv=3).fit(rare)
     assert any("n_categories=[...]" in str(w.message) for w in caught)
 
 
@@ -307,7 +307,7 @@ def test_row10_random_seed_that_is_not_a_seed():
 
     data = CategoricalData.from_codes(np.random.default_rng(0).integers(0, 2, (40, 3)))
     with pytest.raises(ValueError, match=r"The 'random_seed' argument of sample must"):
-        sample(data, rank=2, draws=5, tune=5, chains=1, random_seed="abc")
+        sample(data, n_components=2, draws=5, tune=5, chains=1, random_seed="abc")
     with pytest.raises(ValueError, match=r"The 'random_seed' argument of impute must"):
         impute(_posterior_with_coordinates(), random_seed="abc")
 
@@ -334,7 +334,7 @@ def _rank1():
     from bayespmf.models import latent_class_model
 
     data = CategoricalData.from_codes(np.random.default_rng(0).integers(0, 2, (40, 3)))
-    return data, latent_class_model(data, rank=1)
+    return data, latent_class_model(data, n_components=1)
 
 
 def test_row13_rank1_pivot_transform_has_no_free_weight():
@@ -357,7 +357,7 @@ def test_row13_rank1_samples_with_numpyro():
     data, _ = _rank1()
     idata = sample(
         data,
-        rank=1,
+        n_components=1,
         nuts_sampler="numpyro",
         draws=5,
         tune=5,

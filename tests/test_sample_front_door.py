@@ -14,13 +14,15 @@ OPTIONS = dict(draws=15, tune=15, chains=2, cores=1, random_seed=4, progressbar=
 
 
 def _families():
-    data, _ = make_latent_class(80, [2, 3, 2], rank=2, observed_prob=0.9, random_state=0)
+    data, _ = make_latent_class(
+        80, [2, 3, 2], n_components=2, observed_prob=0.9, random_state=0
+    )
     rng = np.random.default_rng(0)
     z = pd.DataFrame({"age": rng.normal(size=data.n_samples)})
     X, _ = make_simplex_nest(60, 4, 3, alpha=2.0, sigma=0.1, random_state=1)
     return {
-        "latent_class": latent_class_model(data, rank=2),
-        "regression": latent_class_model(data, rank=2, covariates=z),
+        "latent_class": latent_class_model(data, n_components=2),
+        "regression": latent_class_model(data, n_components=2, covariates=z),
         "simplex_nest": simplex_nest_model(X, 3, alpha=2.0),
     }
 
@@ -105,7 +107,7 @@ def test_the_aliases_default_to_what_sample_defaults_to():
     options = {
         name: p.default
         for name, p in params.items()
-        if p.kind is p.KEYWORD_ONLY and name not in ("rank", "init")
+        if p.kind is p.KEYWORD_ONLY and name not in ("n_components", "init")
     }
     assert options == SAMPLE_DEFAULTS
 

@@ -18,7 +18,12 @@ BACKENDS = ["pymc", "nutpie", "numpyro", "blackjax"]
 def small():
     # enough rows that the posterior is narrow next to the gap between the two labelings
     data, truth = make_latent_class(
-        600, [3, 2, 4, 4], rank=2, observed_prob=0.9, drop_empty_rows=True, random_state=4
+        600,
+        [3, 2, 4, 4],
+        n_components=2,
+        observed_prob=0.9,
+        drop_empty_rows=True,
+        random_state=4,
     )
     return data, truth
 
@@ -42,7 +47,7 @@ def permuted(truth):
 def test_each_chain_starts_at_its_own_start(small, backend):
     need(backend)
     data, truth = small
-    model = latent_class_model(data, rank=2)
+    model = latent_class_model(data, n_components=2)
     # chain 0 at the truth with its classes swapped, chain 1 at the truth
     starts = [
         initvals_from_params(model, p, jitter=0.0)[0]
@@ -74,7 +79,7 @@ def test_each_chain_starts_at_its_own_start(small, backend):
 def test_sample_with_backend_is_aligned_and_reproducible(small, backend):
     need(backend)
     data, truth = small
-    model = latent_class_model(data, rank=2)
+    model = latent_class_model(data, n_components=2)
     start = permuted(truth)
     kw = dict(
         init=start,
@@ -102,7 +107,7 @@ def test_sample_with_backend_is_aligned_and_reproducible(small, backend):
 
 def test_unknown_backend_is_refused(small):
     data, truth = small
-    model = latent_class_model(data, rank=2)
+    model = latent_class_model(data, n_components=2)
     with pytest.raises(ValueError, match="'nuts_sampler' parameter must be one of"):
         sample(model, init=(truth.weights, truth.factors), nuts_sampler="stan")
 
@@ -110,7 +115,7 @@ def test_unknown_backend_is_refused(small):
 def test_nutpie_needs_tuning(small):
     pytest.importorskip("nutpie")
     data, truth = small
-    model = latent_class_model(data, rank=2)
+    model = latent_class_model(data, n_components=2)
     with pytest.raises(ValueError, match="needs 'tune' >= 1"):
         sample(model, init=(truth.weights, truth.factors), nuts_sampler="nutpie", tune=0)
 
@@ -118,7 +123,7 @@ def test_nutpie_needs_tuning(small):
 def test_external_backend_refuses_pymc_only_arguments(small):
     pytest.importorskip("numpyro")
     data, truth = small
-    model = latent_class_model(data, rank=2)
+    model = latent_class_model(data, n_components=2)
     with pytest.raises(ValueError, match=r"does not take \['discard_tuned_samples'\]"):
         sample(
             model,

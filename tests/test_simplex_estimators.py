@@ -72,7 +72,7 @@ ALPHA_CASES = {
 @pytest.mark.parametrize("alpha", [0.5, 2.0])
 def test_alpha_recovered_within_10_percent(kernel, alpha):
     X, _ = make_simplex_nest(
-        n_vertices=5, alpha=alpha, kernel=kernel, random_state=0, **ALPHA_CASES[kernel]
+        n_components=5, alpha=alpha, kernel=kernel, random_state=0, **ALPHA_CASES[kernel]
     )
     est = VLAD(5, kernel, random_state=0).fit(X)
     assert est.alpha_ == pytest.approx(alpha, rel=0.10)
@@ -199,7 +199,7 @@ def test_parameters_passed_through():
         noise_bias="none",
         random_state=9,
     )
-    assert (est.n_vertices, est.kernel, est.alpha, est.n_init, est.max_iter) == (
+    assert (est.n_components, est.kernel, est.alpha, est.n_init, est.max_iter) == (
         4,
         "poisson",
         1.5,
@@ -233,9 +233,9 @@ def test_multinomial_vertices_on_simplex_and_gaussian_sigma():
 def test_error_paths(cls):
     X, _ = make_simplex_nest(20, 3, 2, alpha=1.0, sigma=0.01, random_state=0)
     X = X - X.min() + 0.1  # positive, so that the count kernels accept it
-    with pytest.raises(DataValidationError, match=r"'n_vertices'.*>= 2"):
+    with pytest.raises(DataValidationError, match=r"'n_components'.*>= 2"):
         cls(1).fit(X)
-    with pytest.raises(DataValidationError, match=r"'n_vertices'.*<= 4.*Lower"):
+    with pytest.raises(DataValidationError, match=r"'n_components'.*<= 4.*Lower"):
         cls(5).fit(X)
     with pytest.raises(DataValidationError, match=r"<= 3.*multinomial"):
         cls(4, "multinomial").fit(X)

@@ -32,7 +32,7 @@ def _normalized_distance(rows):
 
 
 def test_latent_class_returns_data_and_truth():
-    data, truth = make_latent_class(50, [2, 3, 4], rank=3, random_state=0)
+    data, truth = make_latent_class(50, [2, 3, 4], n_components=3, random_state=0)
     assert isinstance(data, CategoricalData)
     assert isinstance(truth, LatentClassTruth)
     assert data.shape == (50, 3)
@@ -44,7 +44,7 @@ def test_latent_class_returns_data_and_truth():
 
 
 def test_int_n_categories_with_n_variables():
-    data, truth = make_latent_class(10, 5, rank=2, n_variables=4, random_state=0)
+    data, truth = make_latent_class(10, 5, n_components=2, n_variables=4, random_state=0)
     assert data.n_categories.tolist() == [5, 5, 5, 5]
     assert len(truth.factors) == 4
 
@@ -52,7 +52,7 @@ def test_int_n_categories_with_n_variables():
 @pytest.mark.parametrize("prior", ["uniform", "dirichlet", "row-dirichlet", "separable"])
 def test_parameters_are_stochastic(prior):
     _, truth = make_latent_class(
-        10, [6, 6, 7, 6], rank=3, factor_prior=prior, random_state=1
+        10, [6, 6, 7, 6], n_components=3, factor_prior=prior, random_state=1
     )
     assert np.isclose(truth.weights.sum(), 1.0) and (truth.weights >= 0).all()
     for a in truth.factors:
@@ -62,14 +62,14 @@ def test_parameters_are_stochastic(prior):
 
 def test_row_dirichlet_is_the_cnmf_code_generator():
     """Rows ~ Dirichlet(1_F), columns rescaled, equal weights (gen_PMF_factors_dirich.m)."""
-    n_cat, rank = [4, 7, 5], 3
+    n_cat, n_components = [4, 7, 5], 3
     _, truth = make_latent_class(
-        20, n_cat, rank=rank, factor_prior="row-dirichlet", random_state=9
+        20, n_cat, n_components=n_components, factor_prior="row-dirichlet", random_state=9
     )
-    np.testing.assert_array_equal(truth.weights, np.full(rank, 1 / rank))
+    np.testing.assert_array_equal(truth.weights, np.full(n_components, 1 / n_components))
     rng = np.random.default_rng(9)  # equal weights draw nothing; then one factor each
     for a, i in zip(truth.factors, n_cat, strict=True):
-        rows = rng.dirichlet(np.ones(rank), size=i)
+        rows = rng.dirichlet(np.ones(n_components), size=i)
         np.testing.assert_allclose(a, rows / rows.sum(axis=0), rtol=1e-12)
 
 
@@ -77,27 +77,31 @@ def test_row_dirichlet_rows_are_uniform_on_the_simplex():
     """Before rescaling every row is Dirichlet(1_F): row-normalized entries have mean
     1/F and variance (F - 1) / (F^2 (F + 1)) (the column rescaling multiplies the
     columns by nearly equal constants at this size, so rows keep those moments)."""
-    rank, n = 4, 4000
+    n_components, n = 4, 4000
     _, truth = make_latent_class(
-        5, [n], rank=rank, factor_prior="row-dirichlet", random_state=2
+        5, [n], n_components=n_components, factor_prior="row-dirichlet", random_state=2
     )
     rows = truth.factors[0] / truth.factors[0].sum(axis=1, keepdims=True)
-    var = (rank - 1) / (rank**2 * (rank + 1))
-    z_mean = (rows.mean(axis=0) - 1 / rank) / np.sqrt(var / n)
+    var = (n_components - 1) / (n_components**2 * (n_components + 1))
+    z_mean = (rows.mean(axis=0) - 1 / n_components) / np.sqrt(var / n)
     assert np.abs(z_mean).max() < Z_MAX
     assert np.allclose(rows.var(axis=0), var, rtol=0.1)
 
 
 def test_weights_prior_defaults():
-    _, t = make_latent_class(10, [6] * 4, rank=4, factor_prior="separable", random_state=0)
+    _, t = make_latent_class(
+        10, [6] * 4, n_components=4, factor_prior="separable", random_state=0
+    )
     np.testing.assert_array_equal(t.weights, np.full(4, 0.25))
-    _, t = make_latent_class(10, [6] * 4, rank=4, weights_prior="equal", random_state=0)
+    _, t = make_latent_class(
+        10, [6] * 4, n_components=4, weights_prior="equal", random_state=0
+    )
     np.testing.assert_array_equal(t.weights, np.full(4, 0.25))
 
 
 def test_class_and_category_frequencies_match_parameters():
     n = 20_000
-    data, truth = make_latent_class(n, [2, 3, 5], rank=3, random_state=11)
+    data, truth = make_latent_class(n, [2, 3, 5], n_components=3, random_state=11)
     # classes ~ Categorical(weights)
     freq = np.bincount(truth.classes, minlength=3) / n
     se = np.sqrt(truth.weights * (1 - truth.weights) / n)
@@ -115,7 +119,7 @@ def test_class_and_category_frequencies_match_parameters():
 def test_observed_fraction_matches_observed_prob():
     n, p = 20_000, 0.3
     data, _ = make_latent_class(
-        n, 4, rank=2, n_variables=3, observed_prob=p, random_state=2
+        n, 4, n_components=2, n_variables=3, observed_prob=p, random_state=2
     )
     frac = (data.codes >= 0).mean()
     assert abs(frac - p) < Z_MAX * np.sqrt(p * (1 - p) / (3 * n))
@@ -128,7 +132,7 @@ def test_observed_prob_per_variable():
     p = np.array([1.0, 0.5, 0.2])
     p_before = p.copy()
     data, _ = make_latent_class(
-        20_000, 3, rank=2, n_variables=3, observed_prob=p, random_state=3
+        20_000, 3, n_components=2, n_variables=3, observed_prob=p, random_state=3
     )
     frac = (data.codes >= 0).mean(axis=0)
     assert frac[0] == 1.0
@@ -138,7 +142,7 @@ def test_observed_prob_per_variable():
 
 def test_zero_weight_class_never_drawn():
     _, truth = make_latent_class(
-        2000, [3, 3], rank=3, weights_prior=[0.0, 1.0, 0.0], random_state=0
+        2000, [3, 3], n_components=3, weights_prior=[0.0, 1.0, 0.0], random_state=0
     )
     assert (truth.classes == 1).all()
 
@@ -146,7 +150,9 @@ def test_zero_weight_class_never_drawn():
 def test_given_weights_are_copied_not_mutated():
     w = np.array([0.2, 0.8])
     n_cat = [3, 4]
-    _, truth = make_latent_class(100, n_cat, rank=2, weights_prior=w, random_state=0)
+    _, truth = make_latent_class(
+        100, n_cat, n_components=2, weights_prior=w, random_state=0
+    )
     np.testing.assert_array_equal(truth.weights, w)
     truth.weights[0] = 9.0
     assert w[0] == 0.2 and n_cat == [3, 4]
@@ -189,35 +195,37 @@ def test_generator_is_used_in_place():
 # the epsilon-separable construction
 
 
-def _anchor_variables(truth, rank):
+def _anchor_variables(truth, n_components):
     """Variables whose first F rows have the anchor pattern mu*I + delta*(11^T - I)."""
     found = []
     for n, a in enumerate(truth.factors):
-        if a.shape[0] <= rank:
+        if a.shape[0] <= n_components:
             continue
-        block = a[:rank]
-        off = block[~np.eye(rank, dtype=bool)]
+        block = a[:n_components]
+        off = block[~np.eye(n_components, dtype=bool)]
         if np.allclose(np.diag(block), ANCHOR_MASS) and np.allclose(off, off[0]):
             found.append(n)
     return found
 
 
-@pytest.mark.parametrize(("rank", "epsilon"), [(2, 0.2), (3, 0.1), (5, 0.3), (5, 0.0)])
-def test_separable_is_exactly_epsilon_separable(rank, epsilon):
+@pytest.mark.parametrize(
+    ("n_components", "epsilon"), [(2, 0.2), (3, 0.1), (5, 0.3), (5, 0.0)]
+)
+def test_separable_is_exactly_epsilon_separable(n_components, epsilon):
     n_var, split = 5, 3
     _, truth = make_latent_class(
         10,
         [8] * n_var,
-        rank,
+        n_components,
         factor_prior="separable",
         epsilon=epsilon,
         split=split,
-        random_state=rank,
+        random_state=n_components,
     )
-    (u,) = _anchor_variables(truth, rank)
+    (u,) = _anchor_variables(truth, n_components)
     assert u >= split  # the anchors live in S2
     # the F anchor rows, l1-normalized, lie at l2 distance exactly epsilon from e_f
-    d = _normalized_distance(truth.factors[u][:rank])
+    d = _normalized_distance(truth.factors[u][:n_components])
     np.testing.assert_allclose(np.diag(d), epsilon, atol=1e-12)
     # hence H = [A_M; ...; A_N] (the S2 block) is epsilon-separable (Definition 1)
     h = np.vstack(truth.factors[split:])
@@ -277,7 +285,7 @@ def test_separable_skips_variables_too_small_for_anchors():
         (dict(n_categories=[[3, 3]]), DataValidationError, "1-D sequence of ints"),
         (dict(n_categories=1, n_variables=2), ValueError, "'n_categories'.*>= 2|in \\[2"),
         (dict(n_samples=0), ValueError, "'n_samples' parameter of make_latent_class"),
-        (dict(rank=0), ValueError, "'rank' parameter"),
+        (dict(n_components=0), ValueError, "'n_components' parameter"),
         (dict(observed_prob=0.0), ValueError, "'observed_prob'"),
         (dict(observed_prob=[0.5]), DataValidationError, "one probability per variable"),
         (dict(observed_prob=[0.5, 1.5]), DataValidationError, r"in \(0, 1\]"),
@@ -295,7 +303,7 @@ def test_separable_skips_variables_too_small_for_anchors():
     ],
 )
 def test_latent_class_errors(kwargs, exc, match):
-    args = dict(n_samples=10, n_categories=[3, 3], rank=2) | kwargs
+    args = dict(n_samples=10, n_categories=[3, 3], n_components=2) | kwargs
     with pytest.raises(exc, match=match):
         make_latent_class(**args)
 
@@ -303,17 +311,19 @@ def test_latent_class_errors(kwargs, exc, match):
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
     [
-        (dict(rank=1), DataValidationError, "needs rank >= 2"),
+        (dict(n_components=1), DataValidationError, "needs n_components >= 2"),
         (dict(n_categories=[6]), DataValidationError, "at least 2 variables"),
         (dict(epsilon=0.75), DataValidationError, "'epsilon' must be below 0.7348"),
         (dict(epsilon=-0.1), ValueError, "'epsilon'"),
         (dict(split=4), ValueError, r"'split'.*\[1, 3\]"),
         (dict(split=0), ValueError, "'split'"),
-        (dict(n_categories=[6, 6, 3, 2]), DataValidationError, "more than rank=3"),
+        (dict(n_categories=[6, 6, 3, 2]), DataValidationError, "more than n_components=3"),
     ],
 )
 def test_separable_errors(kwargs, exc, match):
-    args = dict(n_samples=10, n_categories=[6, 6, 6, 6], rank=3, factor_prior="separable")
+    args = dict(
+        n_samples=10, n_categories=[6, 6, 6, 6], n_components=3, factor_prior="separable"
+    )
     with pytest.raises(exc, match=match):
         make_latent_class(**(args | kwargs))
 
@@ -420,7 +430,7 @@ def test_multinomial_words_per_document_array():
 @pytest.mark.parametrize("kernel", ["gaussian", "poisson", "multinomial"])
 def test_vertices_shrunk_toward_their_mean(kernel):
     # c_min = 1 draws c_k = 1 from the same stream: the unshrunk vertices.
-    kw = dict(n_samples=5, n_features=7, n_vertices=4, kernel=kernel, random_state=13)
+    kw = dict(n_samples=5, n_features=7, n_components=4, kernel=kernel, random_state=13)
     _, raw = make_simplex_nest(c_min=1.0, **kw)
     _, shrunk = make_simplex_nest(c_min=0.6, **kw)
     b0, b = raw.vertices, shrunk.vertices
@@ -451,17 +461,17 @@ def test_max_vertices_is_d_plus_one():
     ("kwargs", "exc", "match"),
     [
         (
-            dict(n_vertices=1),
+            dict(n_components=1),
             DataValidationError,
             "must be >= 2: a simplex nest needs at least two vertices",
         ),
         (
-            dict(n_features=2, n_vertices=4),
+            dict(n_features=2, n_components=4),
             DataValidationError,
             r"<= n_features \+ 1 \(3\)",
         ),
         (
-            dict(n_features=3, n_vertices=4, kernel="multinomial"),
+            dict(n_features=3, n_components=4, kernel="multinomial"),
             DataValidationError,
             "probability simplex",
         ),
@@ -499,6 +509,6 @@ def test_max_vertices_is_d_plus_one():
     ],
 )
 def test_simplex_nest_errors(kwargs, exc, match):
-    args = dict(n_samples=10, n_features=5, n_vertices=3) | kwargs
+    args = dict(n_samples=10, n_features=5, n_components=3) | kwargs
     with pytest.raises(exc, match=match):
         make_simplex_nest(**args)

@@ -5,29 +5,31 @@ from bayespmf import DataValidationError
 from bayespmf.kernels.spa import normalize_columns_l1, spa, spa_numpy
 
 
-def spa_pt(x, rank, **kw):
-    return spa(x, rank, backend="pytensor", **kw)
+def spa_pt(x, n_components, **kw):
+    return spa(x, n_components, backend="pytensor", **kw)
 
 
-def _separable(m, n, rank, rng, noise=0.0):
+def _separable(m, n, n_components, rng, noise=0.0):
     """X = W H^T with H holding scaled identity rows at shuffled positions."""
-    w = rng.uniform(size=(m, rank))
-    h = rng.dirichlet(np.ones(rank), size=n) * rng.uniform(0.5, 2.0, size=(n, 1))
+    w = rng.uniform(size=(m, n_components))
+    h = rng.dirichlet(np.ones(n_components), size=n) * rng.uniform(0.5, 2.0, size=(n, 1))
     perm = rng.permutation(n)
-    anchors = perm[:rank]
-    h[anchors] = np.diag(rng.uniform(0.5, 2.0, size=rank))
+    anchors = perm[:n_components]
+    h[anchors] = np.diag(rng.uniform(0.5, 2.0, size=n_components))
     x = w @ h.T + noise * rng.uniform(size=(m, n))
     return x, anchors
 
 
-@pytest.mark.parametrize(("m", "n", "rank"), [(6, 20, 3), (30, 50, 8), (12, 12, 12)])
+@pytest.mark.parametrize(
+    ("m", "n", "n_components"), [(6, 20, 3), (30, 50, 8), (12, 12, 12)]
+)
 @pytest.mark.parametrize("func", [spa, spa_pt, spa_numpy])
-def test_picks_planted_anchors(func, m, n, rank):
-    rng = np.random.default_rng(m * n + rank)
-    x, anchors = _separable(m, n, rank, rng)
-    picked = func(x, rank)
+def test_picks_planted_anchors(func, m, n, n_components):
+    rng = np.random.default_rng(m * n + n_components)
+    x, anchors = _separable(m, n, n_components, rng)
+    picked = func(x, n_components)
     assert picked.dtype == np.int64
-    assert picked.shape == (rank,)
+    assert picked.shape == (n_components,)
     assert set(picked.tolist()) == set(anchors.tolist())
 
 
@@ -35,10 +37,13 @@ def test_compiled_matches_numpy_on_generic_data():
     for seed in range(5):
         rng = np.random.default_rng(seed)
         x = rng.uniform(size=(15 + seed, 40))
-        for rank in (1, 4, 15):
-            np.testing.assert_array_equal(spa_pt(x, rank), spa_numpy(x, rank))
+        for n_components in (1, 4, 15):
             np.testing.assert_array_equal(
-                spa_pt(x, rank, normalize=False), spa_numpy(x, rank, normalize=False)
+                spa_pt(x, n_components), spa_numpy(x, n_components)
+            )
+            np.testing.assert_array_equal(
+                spa_pt(x, n_components, normalize=False),
+                spa_numpy(x, n_components, normalize=False),
             )
 
 
@@ -83,7 +88,7 @@ def test_input_not_mutated():
 def test_errors(func):
     x = np.ones((3, 4))
     with pytest.raises(
-        ValueError, match=r"'rank' parameter of spa must be an int in \[1, 4\]"
+        ValueError, match=r"'n_components' parameter of spa must be an int in \[1, 4\]"
     ):
         func(x, 0)
     with pytest.raises(ValueError, match=r"must be an int in \[1, 4\]. Got 5"):

@@ -10,7 +10,7 @@ from bayespmf.models import initvals_from_params, latent_class_model
 def _model():
     data = CategoricalData.from_codes([[0, 1], [1, 0], [1, 1]], 2, names=["a", "b"])
     point = ([0.4, 0.6], [np.array([[0.3, 0.6], [0.7, 0.4]])] * 2)
-    return latent_class_model(data, rank=2), point
+    return latent_class_model(data, n_components=2), point
 
 
 def test_random_seed_reproduces_and_varies():

@@ -41,7 +41,7 @@ def test_selected_start_is_the_validation_best(car_split, method):
     assert best["score"] == top
     assert best["start"] == next(n for n in starts if val[n] == top)
     assert best["params"] is best["by_start"][best["start"]]["params"]
-    assert best["rank"] == best["by_start"][best["start"]]["rank"]
+    assert best["n_components"] == best["by_start"][best["start"]]["n_components"]
 
 
 def test_start_order_breaks_ties(car_split):
@@ -76,22 +76,22 @@ def test_bootstrap_start_alone_is_the_previous_selection(car_split):
     """spa_starts=("bootstrap",) is the estimator's fit at every rank, as before."""
     best = select_latent("cnmf-spa-em", car_split, [2, 3], 5, 20, None, ("bootstrap",))
     seen = []
-    for rank in (2, 3):
+    for n_components in (2, 3):
         fit_latent(
             "cnmf-spa-em",
             car_split.train,
-            rank,
+            n_components,
             5,
             20,
             None,
-            lambda i, p, r=rank: seen.append((r, i, p)),
+            lambda i, p, r=n_components: seen.append((r, i, p)),
         )
     scores = [
         car_split.score(car_split.evaluate_proba(params_proba(p), "val"))
         for _, _, p in seen
     ]
     k = int(np.argmax(scores))  # the first of ties
-    assert (best["rank"], best["n_iter"]) == seen[k][:2]
+    assert (best["n_components"], best["n_iter"]) == seen[k][:2]
     assert best["score"] == scores[k]
 
 
@@ -113,7 +113,7 @@ def test_paper_start_puts_the_target_first_in_s1():
 
 def test_paper_start_skipped_when_too_few_variables():
     """With N <= M the paper's split does not exist: that start is left out, noted."""
-    data, _ = datasets.make_latent_class(300, [3, 3, 3, 3], rank=2, random_state=0)
+    data, _ = datasets.make_latent_class(300, [3, 3, 3, 3], n_components=2, random_state=0)
     split = ClassifySplit(data, 0, (0.5, 0.2, 0.3), 1)
     best = select_latent("cnmf-spa", split, [2], 1, None, None, ("paper", "bootstrap"))
     assert best["start"] == "bootstrap"
@@ -128,7 +128,7 @@ def test_tasks_report_the_start_and_check_the_option():
         methods=["cnmf-spa-em", "em"],
         baselines=[],
         n_trials=1,
-        ranks=[3],
+        candidates=[3],
         max_iter=10,
         random_state=0,
         spa_starts=["paper-ridge", "bootstrap"],
@@ -154,8 +154,8 @@ def test_ratings_paper_start_is_the_first_five_movies():
         methods=["cnmf-spa"],
         baselines=[],
         n_trials=1,
-        ranks=[5],
+        candidates=[5],
         random_state=0,
         spa_starts=["paper"],
     )
-    assert t.loc["cnmf-spa", "selected"] == "rank=5, iter=0, start=paper"
+    assert t.loc["cnmf-spa", "selected"] == "n_components=5, iter=0, start=paper"

@@ -19,7 +19,7 @@ def votes_table():
         "votes",
         methods=["cnmf-spa", "em"],
         n_trials=2,
-        ranks=[3],
+        candidates=[3],
         random_state=7,
         # the estimator's own start, so that a direct LatentClassPMF fit reproduces it
         # (the choice among starts: tests/test_task_starts.py)
@@ -118,7 +118,7 @@ def test_classify_is_deterministic():
         "methods": ["squarem"],
         "baselines": ["linear-svm"],
         "n_trials": 2,
-        "ranks": [2, 3],
+        "candidates": [2, 3],
     }
     a = classify("votes", random_state=1, **kw)
     b = classify("votes", random_state=1, **kw)
@@ -132,8 +132,8 @@ def test_posterior_variant_with_point_mass_posterior_matches_point_estimate(monk
 
     import bayespmf.models as models
 
-    def fake_sample(data, *, rank, init, draws, chains, **kw):
-        post = {"weights": np.broadcast_to(init.weights, (chains, draws, rank))}
+    def fake_sample(data, *, n_components, init, draws, chains, **kw):
+        post = {"weights": np.broadcast_to(init.weights, (chains, draws, n_components))}
         for name, a in zip(data.names, init.factors, strict=True):
             post[f"A_{name}"] = np.broadcast_to(a.T, (chains, draws, *a.T.shape))
         dims = {"weights": ["class"]}
@@ -148,7 +148,7 @@ def test_posterior_variant_with_point_mass_posterior_matches_point_estimate(monk
         methods=["cnmf-spa-em"],
         baselines=[],
         n_trials=2,
-        ranks=[3],
+        candidates=[3],
         random_state=2,
         posterior={"draws": 4, "chains": 1, "n_trials": 1},
     )
@@ -200,7 +200,7 @@ def test_predict_ratings_table_and_averages():
         methods=["em"],
         baselines=["global-average", "user-average", "movie-average", "biased-mf"],
         n_trials=1,
-        ranks=[2],
+        candidates=[2],
         random_state=4,
     )
     assert list(t.index) == [
@@ -224,7 +224,7 @@ def test_biased_mf_half_steps_are_exact_ridge_solutions():
     rng = np.random.default_rng(0)
     r = rng.integers(1, 6, size=(40, 8)).astype(float)
     r[rng.random(r.shape) < 0.4] = np.nan
-    m = BiasedMF(rank=2, reg=3.0, n_epochs=5, random_state=0).fit(r)
+    m = BiasedMF(n_components=2, reg=3.0, n_epochs=5, random_state=0).fit(r)
     # the last half-step solved every item's ridge regression given the users
     x = np.hstack([m.user_factors_, np.ones((40, 1))])
     for i in range(8):
@@ -254,8 +254,8 @@ def test_rating_average_user_without_ratings_gets_global_mean():
         ),
         ({"baselines": ["svm"]}, r"Unknown baseline 'svm'"),
         ({"n_trials": 0}, r"'n_trials' parameter of classify must be an int >= 1"),
-        ({"ranks": []}, r"'ranks' must list at least one rank"),
-        ({"ranks": [0]}, r"'ranks' parameter must be an int"),
+        ({"candidates": []}, r"'candidates' must list at least one rank"),
+        ({"candidates": [0]}, r"'candidates' parameter must be an int"),
         ({"posterior": {"draw": 10}}, r"Unknown posterior option 'draw'.*'draws'"),
         ({"posterior": "yes"}, r"'posterior' must be False, True or a dict"),
         ({"target": "party"}, r"Unknown variable 'party'"),
@@ -315,7 +315,7 @@ def test_ratings_records_split_mmse_and_map_rows():
         methods=["em"],
         baselines=[],
         n_trials=1,
-        ranks=[2],
+        candidates=[2],
         max_iter=20,
         random_state=3,
     )

@@ -86,7 +86,7 @@ def test_symmetric_nest_does_not_fall_back():
 @pytest.mark.parametrize(
     "alpha, match",
     [
-        ([1.0, 2.0], r"n_vertices=3 positive numbers.*shape \(2,\)"),
+        ([1.0, 2.0], r"n_components=3 positive numbers.*shape \(2,\)"),
         ([[1.0, 2.0, 3.0]], r"shape \(1, 3\)"),
         ([1.0, 0.0, 2.0], "Replace the non-positive entries"),
         ([1.0, -1.0, 2.0], "Replace the non-positive entries"),

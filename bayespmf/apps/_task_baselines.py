@@ -24,7 +24,7 @@ from bayespmf.apps.baselines import (
 )
 
 #: Hyperparameter grid of the biased-MF baseline, searched on the validation part.
-BMF_GRID = {"rank": [2, 5, 10], "reg": [1.0, 3.0, 10.0, 30.0]}
+BMF_GRID = {"n_components": [2, 5, 10], "reg": [1.0, 3.0, 10.0, 30.0]}
 
 #: ALS sweeps of the biased-MF baseline (the validation RMSE was flat well before,
 #: :ref:`bench-apps`).
@@ -72,10 +72,10 @@ def rating_baseline_trial(name, split, seed):
     if name == "surprise-svd":
         return surprise_trial(split, seed)
     best = {"score": -np.inf}
-    for rank in BMF_GRID["rank"]:
+    for n_components in BMF_GRID["n_components"]:
         for reg in BMF_GRID["reg"]:
             t0 = time.perf_counter()
-            m = BiasedMF(rank, reg, n_epochs=BMF_EPOCHS, random_state=seed).fit(
+            m = BiasedMF(n_components, reg, n_epochs=BMF_EPOCHS, random_state=seed).fit(
                 split.ratings
             )
             fit_s = time.perf_counter() - t0
@@ -83,7 +83,10 @@ def rating_baseline_trial(name, split, seed):
             s = split.score(split.evaluate_pred(pred, "val"))
             if s > best["score"]:
                 best.update(
-                    score=s, model=m, param=f"rank={rank}, reg={reg:g}", fit_s=fit_s
+                    score=s,
+                    model=m,
+                    param=f"n_components={n_components}, reg={reg:g}",
+                    fit_s=fit_s,
                 )
     pred = np.clip(best["model"].predict(h_test[:, 0], h_test[:, 1]), split.lo, split.hi)
     return (

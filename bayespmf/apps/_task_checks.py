@@ -26,9 +26,11 @@ def check_names(names, allowed, what):
     return names
 
 
-def check_ranks(ranks):
+def check_n_components_grid(candidates):
     """A rank grid (one rank or a sequence) as sorted distinct ints >= 1."""
-    ranks = [ranks] if isinstance(ranks, int | np.integer) else list(ranks)
-    if not ranks:
-        raise DataValidationError("'ranks' must list at least one rank.")
-    return sorted({check_int(r, "ranks", low=1) for r in ranks})
+    candidates = (
+        [candidates] if isinstance(candidates, int | np.integer) else list(candidates)
+    )
+    if not candidates:
+        raise DataValidationError("'candidates' must list at least one rank.")
+    return sorted({check_int(r, "candidates", low=1) for r in candidates})

@@ -91,7 +91,7 @@ def params_proba(params: LatentClassParams) -> Callable:
     return proba
 
 
-def fit_latent(method, train, rank, seed, max_iter, tol, on_checkpoint):
+def fit_latent(method, train, n_components, seed, max_iter, tol, on_checkpoint):
     """Fit one method, calling ``on_checkpoint(n_iter, params)`` along the way.
 
     It is called at the iterations of :data:`ITER_CHECKPOINTS` (EM-based methods) and
@@ -109,7 +109,9 @@ def fit_latent(method, train, rank, seed, max_iter, tol, on_checkpoint):
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        est = LatentClassPMF(rank, method, max_iter=max_iter, tol=tol, random_state=seed)
+        est = LatentClassPMF(
+            n_components, method, max_iter=max_iter, tol=tol, random_state=seed
+        )
         est.fit(train, callback=callback)
     reraise_others(caught)
     if est.n_iter_ not in checkpoints:
@@ -190,10 +192,10 @@ def paper_split(n_vars: int, first=None, m: int = PAPER_SPLIT_M):
     return tuple(order[:m]), tuple(order[m:])
 
 
-def spa_start(name, split, rank, seed, marginals):
+def spa_start(name, split, n_components, seed, marginals):
     """The CNMF-SPA estimate of the start ``name`` (:data:`SPA_STARTS`) on ``split.train``.
 
-    Raises DataValidationError when the start's split cannot identify ``rank`` (or the
+    Raises DataValidationError when the start's split cannot identify ``n_components`` (or
     data have too few variables for the paper's split).
     """
     rule, ridge = SPA_STARTS[name]
@@ -204,12 +206,14 @@ def spa_start(name, split, rank, seed, marginals):
             raise DataValidationError(
                 f"the paper's split needs more than {PAPER_SPLIT_M} variables"
             )
-    params, _ = cnmf_spa(marginals, rank, split=fixed, ridge=ridge, random_state=seed)
+    params, _ = cnmf_spa(
+        marginals, n_components, split=fixed, ridge=ridge, random_state=seed
+    )
     return params
 
 
 def fit_from_start(
-    method, train, marginals, rank, start, seed, max_iter, tol, on_checkpoint
+    method, train, marginals, n_components, start, seed, max_iter, tol, on_checkpoint
 ):
     """The stage of ``method`` after CNMF-SPA, from the CNMF-SPA estimate ``start``.
 
@@ -223,14 +227,22 @@ def fit_from_start(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         out = _stage_from_start(
-            method, train, marginals, rank, start, seed, max_iter, tol, on_checkpoint
+            method,
+            train,
+            marginals,
+            n_components,
+            start,
+            seed,
+            max_iter,
+            tol,
+            on_checkpoint,
         )
     reraise_others(caught)
     return out
 
 
 def _stage_from_start(
-    method, train, marginals, rank, start, seed, max_iter, tol, on_checkpoint
+    method, train, marginals, n_components, start, seed, max_iter, tol, on_checkpoint
 ):
     if method == "cnmf-spa":
         on_checkpoint(0, floor_params(start))
@@ -238,7 +250,7 @@ def _stage_from_start(
     if method == "cnmf-opt":
         params, info = cnmf_opt(
             marginals,
-            rank,
+            n_components,
             init=start,
             max_iter=DEFAULT_MAX_ITER["cnmf-opt"] if max_iter is None else max_iter,
             tol=DEFAULT_TOL["cnmf-opt"] if tol is None else tol,
@@ -252,7 +264,7 @@ def _stage_from_start(
 
     params, info = fit_em(
         train.drop_empty_rows(),
-        rank,
+        n_components,
         init=floor_params(start),
         accelerate="squarem" if stage == "squarem" else None,
         max_iter=DEFAULT_MAX_ITER[stage] if max_iter is None else max_iter,
@@ -265,7 +277,7 @@ def _stage_from_start(
     return info.n_iter, bool(info.converged)
 
 
-def select_latent(method, split, ranks, seed, max_iter, tol, spa_starts=None):
+def select_latent(method, split, candidates, seed, max_iter, tol, spa_starts=None):
     """Fit ``method`` at every rank; keep the (rank, iterate) best on validation.
 
     A method of :data:`SPA_METHODS` is fitted from every CNMF-SPA start named in
@@ -287,39 +299,50 @@ def select_latent(method, split, ranks, seed, max_iter, tol, spa_starts=None):
     marginals = []  # train's pairwise marginals, computed once when a start needs them
     t_all = time.perf_counter()
     for start in starts:
-        for rank in ranks:
-            if rank > limit:
+        for n_components in candidates:
+            if n_components > limit:
                 if start == starts[0]:
-                    notes.append(f"rank {rank} > identifiable {limit}, skipped")
+                    notes.append(f"rank {n_components} > identifiable {limit}, skipped")
                 continue
             t0 = time.perf_counter()
 
-            def on_checkpoint(it, params, rank=rank, start=start):
+            def on_checkpoint(it, params, n_components=n_components, start=start):
                 m = split.evaluate_proba(params_proba(params), "val")
                 s = split.score(m)
-                rec = {"score": s, "rank": rank, "n_iter": it, "params": params}
+                rec = {
+                    "score": s,
+                    "n_components": n_components,
+                    "n_iter": it,
+                    "params": params,
+                }
                 if s > best["score"]:
                     best.update(rec, start=start)
                 # the best iterate of every rank: starts of posteriors at several ranks
-                if s > by_rank.get(rank, {"score": -np.inf})["score"]:
-                    by_rank[rank] = {"score": s, "n_iter": it, "params": params}
+                if s > by_rank.get(n_components, {"score": -np.inf})["score"]:
+                    by_rank[n_components] = {"score": s, "n_iter": it, "params": params}
                 if s > by_start.get(start, {"score": -np.inf})["score"]:
                     by_start[start] = rec
 
             try:
                 if start in (None, "bootstrap"):  # the estimator's own stages
                     _, converged = fit_latent(
-                        method, split.train, rank, seed, max_iter, tol, on_checkpoint
+                        method,
+                        split.train,
+                        n_components,
+                        seed,
+                        max_iter,
+                        tol,
+                        on_checkpoint,
                     )
                 else:
                     if not marginals:
                         marginals.append(pairwise_marginals(split.train))
-                    spa = spa_start(start, split, rank, seed, marginals[0])
+                    spa = spa_start(start, split, n_components, seed, marginals[0])
                     _, converged = fit_from_start(
                         method,
                         split.train,
                         marginals[0],
-                        rank,
+                        n_components,
                         spa,
                         seed,
                         max_iter,
@@ -327,16 +350,20 @@ def select_latent(method, split, ranks, seed, max_iter, tol, spa_starts=None):
                         on_checkpoint,
                     )
             except DataValidationError as err:
-                where = f"rank {rank}" if start is None else f"start {start}, rank {rank}"
+                where = (
+                    f"rank {n_components}"
+                    if start is None
+                    else f"start {start}, rank {n_components}"
+                )
                 notes.append(f"{where}: {err}")
                 continue
             n_not_converged += not converged
-            per_fit[start, rank] = time.perf_counter() - t0
+            per_fit[start, n_components] = time.perf_counter() - t0
     if "params" not in best:
         raise DataValidationError(
-            f"No rank in {ranks} could be fitted by {method!r}: {'; '.join(notes)}"
+            f"No rank in {candidates} could be fitted by {method!r}: {'; '.join(notes)}"
         )
-    best["fit_s"] = per_fit[best["start"], best["rank"]]
+    best["fit_s"] = per_fit[best["start"], best["n_components"]]
     best["total_s"] = time.perf_counter() - t_all
     best["not_converged"] = n_not_converged
     best["notes"] = notes

@@ -19,7 +19,7 @@ import numpy as np
 
 from bayespmf._runtime import n_cpus
 from bayespmf._validation import DataValidationError
-from bayespmf.apps._task_checks import check_names, check_ranks
+from bayespmf.apps._task_checks import check_n_components_grid, check_names
 from bayespmf.apps._task_latent import params_proba
 from bayespmf.fit.latent_class import max_identifiable_rank
 from bayespmf.pmf import LatentClassParams, split_factors
@@ -36,8 +36,8 @@ POSTERIOR_DEFAULTS = {
     "chains": 2,
     "cores": None,  # None: one process per chain, up to the CPUs available
     "n_trials": None,  # None: every trial
-    "rank_from": "cnmf-spa-em",
-    "ranks": None,  # None: only the rank rank_from chose on the validation part
+    "n_components_from": "cnmf-spa-em",
+    "candidates": None,  # None: the rank n_components_from chose on the validation part
     "combine": ("chosen",),
     "factor_prior": 1.0,
     "weights_prior": 1.0,
@@ -47,7 +47,7 @@ POSTERIOR_DEFAULTS = {
 #: How the posterior rows of one ``posterior`` configuration predict; each name in its
 #: ``combine`` option gives one row, all from the same draws:
 #:
-#: * ``"chosen"``: the posterior at the rank ``rank_from`` chose on the validation
+#: * ``"chosen"``: the posterior at the rank ``n_components_from`` chose on the validation
 #:   part, ``Pr(y | x)`` averaged over the draws (row ``"<method>-posterior"``);
 #: * ``"plugin"``: the same posterior, its mean PMF (aligned draws) plugged into
 #:   Bayes' rule, for comparison with the draw average;
@@ -98,8 +98,8 @@ def posterior_options(posterior) -> list[dict]:
         opts["combine"] = tuple(check_names(combine, POSTERIOR_COMBINE, "combine"))
         if not opts["combine"]:
             raise DataValidationError("'combine' must name at least one row.")
-        if opts["ranks"] is not None:
-            opts["ranks"] = tuple(check_ranks(opts["ranks"]))
+        if opts["candidates"] is not None:
+            opts["candidates"] = tuple(check_n_components_grid(opts["candidates"]))
         for row in opts["combine"]:
             name = posterior_row_name(opts, row)
             if name in names:
@@ -119,8 +119,8 @@ def posterior_row_name(opts, combine) -> str:
     return base if combine == "chosen" else f"{base} ({combine})"
 
 
-def sample_posterior(train, rank, init, opts, seed, progressbar, log_likelihood):
-    """NUTS (or ADVI) on ``train`` at ``rank`` from ``init``: ``(idata, seconds)``."""
+def sample_posterior(train, n_components, init, opts, seed, progressbar, log_likelihood):
+    """NUTS (or ADVI) on ``train`` at ``n_components`` from ``init``: (idata, seconds)."""
     from bayespmf.models import latent_class_model, sample
 
     sampler = {k: opts[k] for k in ("method", "draws", "tune", "chains")}
@@ -129,12 +129,15 @@ def sample_posterior(train, rank, init, opts, seed, progressbar, log_likelihood)
     else:  # ADVI: one chain of draws from the fitted approximation
         sampler["chains"] = 1
     if opts["factor_prior"] == 1.0 and opts["weights_prior"] == 1.0:
-        target, extra = train, {"rank": rank}  # sample() builds the default model
+        target, extra = (
+            train,
+            {"n_components": n_components},
+        )  # sample() builds the default model
     else:
         target, extra = (
             latent_class_model(
                 train,
-                rank,
+                n_components,
                 factor_prior=opts["factor_prior"],
                 weights_prior=opts["weights_prior"],
             ),
@@ -209,7 +212,8 @@ def weights_text(weights: dict) -> str:
 def posterior_rows(split, src, opts, seed, progressbar=False):
     """The posterior rows of one configuration on one split.
 
-    ``src`` is the validation selection of ``opts["rank_from"]`` (:func:`select_latent`):
+    ``src`` is the validation selection of ``opts["n_components_from"]``
+    (:func:`select_latent`):
     its rank is the chosen rank and its best iterate at every rank starts the chains
     there. Returns a list of ``(row name, test metrics, selected, seconds, max r-hat,
     extra record fields)``.
@@ -219,19 +223,19 @@ def posterior_rows(split, src, opts, seed, progressbar=False):
 
     combine = opts["combine"]
     train = split.train.drop_empty_rows()
-    chosen = src["rank"]
+    chosen = src["n_components"]
     limit = max_identifiable_rank(split.n_cat)
-    ranks = {chosen} if opts["ranks"] is None else set(opts["ranks"])
+    candidates = {chosen} if opts["candidates"] is None else set(opts["candidates"])
     if {"chosen", "plugin"} & set(combine):
-        ranks.add(chosen)
-    ranks = sorted(r for r in ranks if r <= limit)
-    if not ranks:
+        candidates.add(chosen)
+    candidates = sorted(r for r in candidates if r <= limit)
+    if not candidates:
         raise DataValidationError(
-            f"No posterior rank in {opts['ranks']} is identifiable (at most {limit})."
+            f"No posterior rank in {opts['candidates']} is identifiable (at most {limit})."
         )
-    need_loo = any(c in LOO_COMBINE for c in combine) and len(ranks) > 1
+    need_loo = any(c in LOO_COMBINE for c in combine) and len(candidates) > 1
     fits = {}
-    for r in ranks:
+    for r in candidates:
         init = src["by_rank"].get(r, {}).get("params", "auto")
         idata, elapsed = sample_posterior(train, r, init, opts, seed, progressbar, need_loo)
         rhat = np.nan
@@ -256,7 +260,7 @@ def posterior_rows(split, src, opts, seed, progressbar=False):
         if how in ("chosen", "plugin"):
             f = fits[chosen]
             proba = probas[chosen] if how == "chosen" else plugin_proba(f["idata"], train)
-            selected = f"rank={chosen} (from {opts['rank_from']})"
+            selected = f"n_components={chosen} (from {opts['n_components_from']})"
             rows.append(
                 (
                     posterior_row_name(opts, how),
@@ -269,28 +273,30 @@ def posterior_rows(split, src, opts, seed, progressbar=False):
             )
             continue
         if how == "val-best":
-            scores = {r: split.score(split.evaluate_proba(probas[r], "val")) for r in ranks}
+            scores = {
+                r: split.score(split.evaluate_proba(probas[r], "val")) for r in candidates
+            }
             top = max(scores, key=scores.get)
-            weights = {r: float(r == top) for r in ranks}
+            weights = {r: float(r == top) for r in candidates}
         elif how == "val-stacking":
-            lpd = np.column_stack([split.log_score(probas[r], "val") for r in ranks])
+            lpd = np.column_stack([split.log_score(probas[r], "val") for r in candidates])
             # a rating no posterior can predict (probability 0 in floating point)
             lpd = np.maximum(lpd, np.log(np.finfo(float).tiny))
-            weights = dict(zip(ranks, stacking_weights(lpd).tolist(), strict=True))
+            weights = dict(zip(candidates, stacking_weights(lpd).tolist(), strict=True))
         elif need_loo:
-            idatas = {r: fits[r]["idata"] for r in ranks}
+            idatas = {r: fits[r]["idata"] for r in candidates}
             with warnings.catch_warnings():  # Pareto k warnings: PSIS-LOO is a guide
                 warnings.simplefilter("ignore", UserWarning)
                 weights = rank_weights(idatas, method=how, seed=seed).to_dict()
         else:  # one rank: nothing to weight
-            weights = {ranks[0]: 1.0}
+            weights = {candidates[0]: 1.0}
         top = max(weights, key=weights.get)
         extra["rank_weights"] = weights_text(weights)
         rows.append(
             (
                 posterior_row_name(opts, how),
                 split.evaluate_proba(mixture_proba(probas, weights), "test"),
-                f"top rank={top} of {ranks}",
+                f"top n_components={top} of {candidates}",
                 all_s,
                 all_rhat,
                 extra,

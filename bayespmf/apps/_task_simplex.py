@@ -7,8 +7,8 @@ multinomial kernel: topics) or returns panel (``sp500``, Gaussian kernel, in per
 1. load and split the rows (``data.test_fraction`` held out: at random for a corpus,
    the last days for returns, as in the paper); ``max_rows`` / ``max_words`` take a
    slice (the most frequent words of the kept documents);
-2. choose K among ``n_vertices`` (a list) by held-out completion
-   (:func:`bayespmf.fit.simplex_selection.select_n_vertices`, VLAD), or take it;
+2. choose K among ``n_components`` (a list) by held-out completion
+   (:func:`bayespmf.fit.simplex_selection.select_simplex_n_components`, VLAD), or take it;
 3. fit every method of ``methods`` (VLAD, GDM, SPA) on the training rows and score
    it on the held-out rows: perplexity by document completion and UMass coherence
    (:mod:`bayespmf.fit.topics`) for a corpus, the paper's Frobenius error and the
@@ -18,7 +18,7 @@ multinomial kernel: topics) or returns panel (``sp500``, Gaussian kernel, in per
    estimate: each vertex's posterior mean and sd (for topics: the top words with
    their probabilities +- sd).
 
-Outputs: ``k_selection.csv`` / ``n_vertices.png`` (when K is chosen), ``methods.csv``
+Outputs: ``k_selection.csv`` / ``n_components.png`` (when K is chosen), ``methods.csv``
 (and ``methods.md``, written by the run), ``vertices.npz``, ``topics.txt`` (corpus) and
 ``posterior_vertices.csv``; everything measured goes to ``results.json``.
 """
@@ -52,7 +52,7 @@ SIMPLEX_DATASETS = {"wikipedia": "multinomial", "sp500": "gaussian"}
 #: Keys of [simplex] and their defaults (spec.py holds the types).
 SIMPLEX_DEFAULTS = {
     "kernel": None,  # the data set's
-    "n_vertices": 5,
+    "n_components": 5,
     "methods": ["vlad", "gdm", "spa"],
     "n_splits": 3,
     "max_rows": 0,
@@ -105,12 +105,12 @@ def check_simplex_spec(simplex: dict, name: str, seed: int) -> None:
             raise DataValidationError(
                 f"'simplex.methods' must list some of {list(SIMPLEX_METHODS)}; got {m!r}."
             )
-    ks = simplex["n_vertices"]
+    ks = simplex["n_components"]
     ks = ks if isinstance(ks, list) else [ks]
     if min(ks) < 2 or len(set(ks)) != len(ks):
         raise DataValidationError(
-            f"'simplex.n_vertices' must be an integer >= 2 or a list of distinct ones; "
-            f"got {simplex['n_vertices']!r}."
+            f"'simplex.n_components' must be an integer >= 2 or a list of distinct ones; "
+            f"got {simplex['n_components']!r}."
         )
     lows = {
         "n_splits": 2,
@@ -143,17 +143,17 @@ def check_simplex_data(simplex: dict, name: str, options: dict) -> None:
 
     Examples
     --------
-    >>> s = dict(SIMPLEX_DEFAULTS, n_vertices=[2, 30])
+    >>> s = dict(SIMPLEX_DEFAULTS, n_components=[2, 30])
     >>> check_simplex_spec(s, "sp500", 0)
     >>> check_simplex_data(s, "sp500", {})
     Traceback (most recent call last):
     ...
-    bayespmf._validation.DataValidationError: The 'n_vertices' parameter of [simplex] ...
+    bayespmf._validation.DataValidationError: The 'n_components' parameter of [simplex] ...
     """
     X, _, _ = load_simplex_data(
         name, options, simplex["max_rows"], simplex["max_words"], simplex["random_state"]
     )
-    ks = simplex["n_vertices"]
+    ks = simplex["n_components"]
     for K in ks if isinstance(ks, list) else [ks]:
         check_nest_data(X, K, simplex["kernel"], "[simplex]")
 
@@ -228,13 +228,13 @@ def run_simplex(spec, stage, metrics: dict, written: list, step, say) -> dict:
     Returns
     -------
     dict
-        ``n_vertices``, ``methods`` (DataFrame), ``fits`` (method -> SimplexNestFit),
+        ``n_components``, ``methods`` (DataFrame), ``fits`` (method -> SimplexNestFit),
         ``idata`` (when NUTS ran), ``k_table`` (when K was chosen).
     """
     import matplotlib.pyplot as plt
 
     from bayespmf.fit import fit_simplex_nest
-    from bayespmf.fit.simplex_selection import select_n_vertices
+    from bayespmf.fit.simplex_selection import select_simplex_n_components
 
     s = spec.simplex
     name, kernel, seed = spec.data["name"], s["kernel"], s["random_state"]
@@ -252,10 +252,10 @@ def run_simplex(spec, stage, metrics: dict, written: list, step, say) -> dict:
         train, test = X[train_idx], X[test_idx]
         say(f"   {n} rows x {X.shape[1]} features; train {len(train_idx)}, test {n_test}")
         res.update(n_rows=n, n_features=X.shape[1], n_train=len(train_idx), n_test=n_test)
-    K = s["n_vertices"]
+    K = s["n_components"]
     if isinstance(K, list):
         with step(f"choosing K among {K} by held-out completion (VLAD)"):
-            table, K = select_n_vertices(
+            table, K = select_simplex_n_components(
                 train, K, "vlad", kernel=kernel, n_splits=s["n_splits"], random_state=seed
             )
             say(table.to_string(float_format=lambda v: f"{v:.5g}"))
@@ -264,13 +264,13 @@ def run_simplex(spec, stage, metrics: dict, written: list, step, say) -> dict:
         res["k_selection"] = table.reset_index().to_dict(orient="records")
         out["k_table"] = table
         if spec.output["figures"]:
-            from bayespmf.plots.n_vertices import plot_n_vertices
+            from bayespmf.plots.simplex_n_components import plot_simplex_n_components
 
-            fig = plot_n_vertices(table)
-            fig.savefig(stage / "n_vertices.png", dpi=100)
+            fig = plot_simplex_n_components(table)
+            fig.savefig(stage / "n_components.png", dpi=100)
             plt.close(fig)
-            written.append("n_vertices.png")
-    res["n_vertices"] = out["n_vertices"] = int(K)
+            written.append("n_components.png")
+    res["n_components"] = out["n_components"] = int(K)
     rows, fits = [], {}
     with step(f"fitting {', '.join(s['methods'])} with K = {K}"):
         for method in s["methods"]:

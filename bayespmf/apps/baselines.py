@@ -224,7 +224,7 @@ class BiasedMF:
 
     Parameters
     ----------
-    rank : int, default 10
+    n_components : int, default 10
         Dimension of ``p_u`` and ``q_i``.
     reg : float, default 5.0
         L2 penalty :math:`\lambda` on factors and biases.
@@ -242,20 +242,20 @@ class BiasedMF:
     Examples
     --------
     >>> r = np.array([[5.0, 4.0, np.nan], [4.0, np.nan, 1.0], [np.nan, 5.0, 2.0]])
-    >>> m = BiasedMF(rank=1, reg=0.1, random_state=0).fit(r)
+    >>> m = BiasedMF(n_components=1, reg=0.1, random_state=0).fit(r)
     >>> m.predict(np.array([0]), np.array([0])).round(1)
     array([5.])
     """
 
-    def __init__(self, rank=10, reg=5.0, n_epochs=20, random_state=None):
-        self.rank = rank
+    def __init__(self, n_components=10, reg=5.0, n_epochs=20, random_state=None):
+        self.n_components = n_components
         self.reg = reg
         self.n_epochs = n_epochs
         self.random_state = random_state
 
     def fit(self, ratings) -> BiasedMF:
         """Fit to a dense rating matrix with ``nan`` for missing entries."""
-        rank = check_int(self.rank, "rank", owner="BiasedMF", low=1)
+        n_components = check_int(self.n_components, "n_components", owner="BiasedMF", low=1)
         reg = check_float(self.reg, "reg", owner="BiasedMF", low=0.0)
         n_epochs = check_int(self.n_epochs, "n_epochs", owner="BiasedMF", low=1)
         rng = check_random_state(self.random_state)
@@ -267,8 +267,10 @@ class BiasedMF:
         resid = np.where(mask, r - self.mean_, 0.0)
         w = mask.astype(float)
         n_users, n_items = r.shape
-        q = np.hstack([0.1 * rng.standard_normal((n_items, rank)), np.zeros((n_items, 1))])
-        p = np.zeros((n_users, rank + 1))
+        q = np.hstack(
+            [0.1 * rng.standard_normal((n_items, n_components)), np.zeros((n_items, 1))]
+        )
+        p = np.zeros((n_users, n_components + 1))
         t0 = time.perf_counter()
         for _ in range(n_epochs):
             # users: regress r - mu - b_i on [q_i, 1] -> [p_u, b_u]

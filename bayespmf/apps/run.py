@@ -111,7 +111,7 @@ def estimate_dataset(est, data):
         variables[_nc_name(factor_var_name(name))] = (("class", dim), np.asarray(a).T)
     attrs = {
         "method": str(est.method),
-        "rank": int(est.weights_.size),
+        "n_components": int(est.weights_.size),
         "n_iter": int(getattr(est, "n_iter_", 0)),
         "converged": int(bool(getattr(est, "converged_", True))),
     }
@@ -404,22 +404,24 @@ def _fit(spec, data, target, out, metrics, written, progressbar):
 
     from bayespmf.estimators import LatentClassPMF
     from bayespmf.metrics import accuracy
-    from bayespmf.models import select_rank
+    from bayespmf.models import select_n_components
     from bayespmf.plots import plot_factors
 
     fit = spec.fit
     seed = fit["random_state"]
     tf = spec.data["test_fraction"]
     train, test = data.train_test_split(1.0 - tf, tf, random_state=seed)
-    rank = fit["rank"]
+    n_components = fit["n_components"]
     res: dict = {"method": fit["method"]}
-    if isinstance(rank, list):
-        with _Step(f"choosing the rank among {rank} by held-out log-likelihood"):
-            table, rank = select_rank(train, rank, method=fit["method"], random_state=seed)
+    if isinstance(n_components, list):
+        with _Step(f"choosing the rank among {n_components} by held-out log-likelihood"):
+            table, n_components = select_n_components(
+                train, n_components, method=fit["method"], random_seed=seed
+            )
             _say(table.to_string(float_format=lambda v: f"{v:.4f}"))
             res["rank_selection"] = table.reset_index().to_dict(orient="records")
     est = LatentClassPMF(
-        rank,
+        n_components,
         method=fit["method"],
         max_iter=fit["max_iter"],
         tol=fit["tol"],
@@ -437,7 +439,7 @@ def _fit(spec, data, target, out, metrics, written, progressbar):
         )
         res["optima"] = est.optima_[["loglik", "gap", "n_starts"]].to_dict(orient="list")
     res.update(
-        rank=int(rank),
+        n_components=int(n_components),
         fit_seconds=round(est.fit_time_, 3),
         n_iter=int(est.n_iter_),
         converged=bool(est.converged_),
@@ -499,7 +501,7 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
     with _Step(f"sampling the rank-{est.weights_.size} posterior: {label}"):
         idata = sample(
             train,
-            rank=int(est.weights_.size),
+            n_components=int(est.weights_.size),
             init=est,
             method=s["method"],
             draws=s["draws"],

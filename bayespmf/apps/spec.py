@@ -33,7 +33,7 @@ Example specification (``models/car.toml``)::
     [task]                        # optional: the application and its baselines
     kind = "classify"             # or "ratings"
     n_trials = 10
-    ranks = [2, 3, 5, 8, 12, 20]
+    candidates = [2, 3, 5, 8, 12, 20]
 
     [output]
     dir = "results/car"
@@ -42,17 +42,17 @@ Sections and keys (defaults in brackets):
 
 * top level: ``seed`` [0], ``description`` [""].
 * ``[data]``: ``name`` (required), ``target``, ``options`` [{}], ``test_fraction`` [0.3].
-* ``[fit]``: ``rank`` (int or list of int) [5], ``method`` ["auto"],
+* ``[fit]``: ``n_components`` (int or list of int) [5], ``method`` ["auto"],
   ``max_iter``, ``tol``, ``random_state`` [seed].
 * ``[sample]``: ``method`` ["nuts"], ``draws`` [500], ``tune`` [500], ``chains`` [2],
   ``cores`` [chains], ``target_accept`` [0.8], ``advi_iterations`` [20000],
   ``random_seed`` [seed].
 * ``[task]``: ``kind`` ["classify" if the data set has a class variable, else
-  "ratings"], ``methods``, ``baselines``, ``n_trials`` [10], ``ranks``,
+  "ratings"], ``methods``, ``baselines``, ``n_trials`` [10], ``candidates``,
   ``posterior`` [false] (add a posterior-predictive row with the ``[sample]``
   settings), ``posterior_trials`` [1], ``random_state`` [seed].
 * ``[simplex]`` (instead of ``[fit]``/``[sample]``/``[task]``; data sets ``wikipedia``
-  and ``sp500``): ``kernel`` [the data set's], ``n_vertices`` (int or list: chosen by
+  and ``sp500``): ``kernel`` [the data set's], ``n_components`` (int or list: chosen by
   held-out completion) [5], ``methods`` [["vlad", "gdm", "spa"]], ``n_splits`` [3],
   ``max_rows``, ``max_words`` [0: all], ``nuts_rows`` [0: no NUTS], ``nuts_words``
   [200], ``draws``, ``tune`` [200], ``chains`` [2], ``top_words`` [10],
@@ -117,7 +117,7 @@ _SCHEMA: dict[str, dict[str, tuple[tuple, object]]] = {
         "test_fraction": ((float,), 0.3),
     },
     "fit": {
-        "rank": ((int, _INTS), 5),
+        "n_components": ((int, _INTS), 5),
         "method": ((str,), "auto"),
         "max_iter": ((int,), None),
         "tol": ((float,), None),
@@ -138,14 +138,14 @@ _SCHEMA: dict[str, dict[str, tuple[tuple, object]]] = {
         "methods": ((_STRS,), None),
         "baselines": ((_STRS,), None),
         "n_trials": ((int,), 10),
-        "ranks": ((_INTS,), None),
+        "candidates": ((_INTS,), None),
         "posterior": ((bool,), False),
         "posterior_trials": ((int,), 1),
         "random_state": ((int,), None),
     },
     "simplex": {  # the Dirichlet simplex nest (bayespmf.apps._task_simplex)
         "kernel": ((str,), None),
-        "n_vertices": ((int, _INTS), 5),
+        "n_components": ((int, _INTS), 5),
         "methods": ((_STRS,), ["vlad", "gdm", "spa"]),
         "n_splits": ((int,), 3),
         "max_rows": ((int,), 0),
@@ -278,7 +278,7 @@ def _check_values(path, spec: RunSpec) -> None:
         _checked(path, "[simplex]", check_simplex_spec, spec.simplex, info.name, spec.seed)
         return
     if spec.fit is not None:
-        _at_least(path, "fit.rank", spec.fit["rank"], 1)
+        _at_least(path, "fit.n_components", spec.fit["n_components"], 1)
         _one_of(path, "fit.method", spec.fit["method"], METHODS)
         if spec.fit["max_iter"] is not None:
             _checked(
@@ -334,8 +334,8 @@ def _check_values(path, spec: RunSpec) -> None:
             _one_of(path, "task.baselines", b, allowed)
         _at_least(path, "task.n_trials", t["n_trials"], 1)
         _at_least(path, "task.posterior_trials", t["posterior_trials"], 1)
-        if t["ranks"] is not None:
-            _at_least(path, "task.ranks", t["ranks"], 1)
+        if t["candidates"] is not None:
+            _at_least(path, "task.candidates", t["candidates"], 1)
         if t["random_state"] is None:
             t["random_state"] = spec.seed
         if (
@@ -423,7 +423,7 @@ def _check_inputs(path, spec: RunSpec) -> None:
     dataset = _checked(path, "data.options", datasets.load, name, **options)
     if spec.simplex is not None:  # a corpus or a returns panel, not categorical data
         _checked(
-            path, "simplex.n_vertices", check_simplex_data, spec.simplex, name, options
+            path, "simplex.n_components", check_simplex_data, spec.simplex, name, options
         )
         return
     data = dataset.data
@@ -432,15 +432,17 @@ def _check_inputs(path, spec: RunSpec) -> None:
         key = "data.target" if spec.data["target"] is not None else "data.name"
         _checked(path, key, data.index_of, target)
     if spec.fit is not None:
-        ranks = (
-            spec.fit["rank"] if isinstance(spec.fit["rank"], list) else [spec.fit["rank"]]
+        candidates = (
+            spec.fit["n_components"]
+            if isinstance(spec.fit["n_components"], list)
+            else [spec.fit["n_components"]]
         )
-        for rank in ranks:
+        for n_components in candidates:
             _checked(
                 path,
-                "fit.rank",
+                "fit.n_components",
                 check_identifiable_rank,
-                rank,
+                n_components,
                 data.n_categories,
                 "LatentClassPMF",
             )
@@ -489,7 +491,7 @@ def task_arguments(spec: RunSpec) -> dict:
 
     :func:`bayespmf.apps.tasks.classify` or :func:`~bayespmf.apps.tasks.predict_ratings`
     (the run adds ``progressbar``); ``--check`` validates the same arguments, so the
-    two cannot drift. A task without ``ranks`` takes a rank grid from ``[fit]``; a
+    two cannot drift. A task without ``candidates`` takes a rank grid from ``[fit]``; a
     task with ``posterior = true`` takes its sampler sizes from ``[sample]`` (or the
     task's defaults).
     """
@@ -497,11 +499,15 @@ def task_arguments(spec: RunSpec) -> dict:
 
     t = spec.task
     kw = {"n_trials": t["n_trials"], "random_state": t["random_state"]}
-    for key in ("methods", "baselines", "ranks"):
+    for key in ("methods", "baselines", "candidates"):
         if t[key] is not None:
             kw[key] = t[key]
-    if t["ranks"] is None and spec.fit is not None and isinstance(spec.fit["rank"], list):
-        kw["ranks"] = spec.fit["rank"]
+    if (
+        t["candidates"] is None
+        and spec.fit is not None
+        and isinstance(spec.fit["n_components"], list)
+    ):
+        kw["candidates"] = spec.fit["n_components"]
     if t["posterior"]:
         s = spec.sample or {}
         kw["posterior"] = {
@@ -531,14 +537,16 @@ def load_spec(path: str | Path) -> RunSpec:
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.toml"
-    >>> _ = p.write_text(chr(10).join(['[data]', 'name = "car"', '[fit]', 'rank = 3']))
-    >>> load_spec(p).fit["rank"]
+    >>> lines = ['[data]', 'name = "car"', '[fit]', 'n_components = 3']
+    >>> _ = p.write_text(chr(10).join(lines))
+    >>> load_spec(p).fit["n_components"]
     3
-    >>> _ = p.write_text(chr(10).join(['[data]', 'name = "car"', '[fit]', 'rnak = 3']))
+    >>> lines[-1] = 'n_component = 3'
+    >>> _ = p.write_text(chr(10).join(lines))
     >>> load_spec(p)
     Traceback (most recent call last):
     ...
-    bayespmf.apps.spec.SpecError: ...: unknown key 'fit.rnak'. Did you mean 'rank'? ...
+    bayespmf.apps.spec.SpecError: ...: unknown key 'fit.n_component'. ...
     """
     path = Path(path)
     if not path.is_file():

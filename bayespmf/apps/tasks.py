@@ -35,7 +35,7 @@ from bayespmf._validation import DataValidationError, check_int
 from bayespmf.apps._splits import ClassifySplit, RatingSplit, trial_seeds
 from bayespmf.apps._splits import rating_values as rating_values  # re-exported
 from bayespmf.apps._task_baselines import classifier_trial, rating_baseline_trial
-from bayespmf.apps._task_checks import check_names, check_ranks
+from bayespmf.apps._task_checks import check_n_components_grid, check_names
 from bayespmf.apps._task_latent import (
     DEFAULT_SPA_STARTS,
     ITER_CHECKPOINTS,
@@ -83,7 +83,7 @@ DEFAULT_RANKS = (2, 3, 5, 8, 12, 20)
 #: :func:`classify`).
 PROTOCOL_DEFAULTS = {
     "n_trials": 20,
-    "ranks": DEFAULT_RANKS,
+    "candidates": DEFAULT_RANKS,
     "fractions": (0.5, 0.2, 0.3),
     "max_iter": None,
     "tol": None,
@@ -250,7 +250,7 @@ def _check_run_args(task, args):
     methods = check_names(args["methods"], METHODS, "method")
     baselines = check_names(args["baselines"], task.baselines, "baseline")
     n_trials = check_int(args["n_trials"], "n_trials", owner=task.name, low=1)
-    ranks = check_ranks(args["ranks"])
+    candidates = check_n_components_grid(args["candidates"])
     fractions = args["fractions"]
     if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-9:
         raise DataValidationError(
@@ -259,7 +259,7 @@ def _check_run_args(task, args):
     args["spa_starts"] = check_spa_starts(args["spa_starts"])
     configs = posterior_options(args["posterior"])
     seeds = trial_seeds(args["random_state"], n_trials)
-    return methods, baselines, n_trials, ranks, configs, seeds
+    return methods, baselines, n_trials, candidates, configs, seeds
 
 
 def check_task_inputs(kind: str, data, target=None, **kwargs) -> None:
@@ -278,7 +278,7 @@ def check_task_inputs(kind: str, data, target=None, **kwargs) -> None:
         The variable to classify (``"classify"`` only).
     **kwargs
         The task's keyword arguments (``methods``, ``baselines``, ``n_trials``,
-        ``ranks``, ``random_state``, ``posterior``, ...).
+        ``candidates``, ``random_state``, ``posterior``, ...).
 
     Raises
     ------
@@ -288,7 +288,7 @@ def check_task_inputs(kind: str, data, target=None, **kwargs) -> None:
 
     Examples
     --------
-    >>> check_task_inputs("classify", "car", "class", ranks=[2, 3], n_trials=1)
+    >>> check_task_inputs("classify", "car", "class", candidates=[2, 3], n_trials=1)
     >>> check_task_inputs("classify", "car", "klass")
     Traceback (most recent call last):
     ...
@@ -305,18 +305,18 @@ def check_task_inputs(kind: str, data, target=None, **kwargs) -> None:
     bound.apply_defaults()
     task = _TASKS[kind]
     data, _ = task.splits(bound.arguments)
-    ranks = _check_run_args(task, bound.arguments)[3]
+    candidates = _check_run_args(task, bound.arguments)[3]
     limit = max_identifiable_rank(data.n_categories)
-    if min(ranks) > limit:
+    if min(candidates) > limit:
         raise DataValidationError(
-            f"No rank in {ranks} can be identified on these data (the largest is "
+            f"No rank in {candidates} can be identified on these data (the largest is "
             f"{limit}): every trial would skip them all. Use ranks <= {limit}."
         )
 
 
 def _run(task, split_fn, args):
     """Check the arguments of ``task``; run its trials on ``split_fn(seed)``: records."""
-    methods, baselines, n_trials, ranks, configs, seeds = _check_run_args(task, args)
+    methods, baselines, n_trials, candidates, configs, seeds = _check_run_args(task, args)
     max_iter, tol = args["max_iter"], args["tol"]
     n_posts = [
         n_trials if o["n_trials"] is None else min(n_trials, int(o["n_trials"]))
@@ -331,19 +331,19 @@ def _run(task, split_fn, args):
             chosen = {}
             run_methods = list(methods)
             for opts, n_post in zip(configs, n_posts, strict=True):
-                need = opts["rank_from"] if trial < n_post else None
+                need = opts["n_components_from"] if trial < n_post else None
                 if need is not None and need not in run_methods:
                     run_methods.append(need)
             for method in run_methods:
                 bar.set_description(f"{task.name} trial {trial + 1}/{n_trials}: {method}")
                 best = select_latent(
-                    method, split, ranks, seed, max_iter, tol, args["spa_starts"]
+                    method, split, candidates, seed, max_iter, tol, args["spa_starts"]
                 )
                 chosen[method] = best
                 if method not in methods:
                     continue
                 metrics = split.evaluate_proba(params_proba(best["params"]), "test")
-                selected = f"rank={best['rank']}, iter={best['n_iter']}"
+                selected = f"n_components={best['n_components']}, iter={best['n_iter']}"
                 if best.get("start") is not None:
                     selected += f", start={best['start']}"
                 fit_s, total_s = best["fit_s"], best["total_s"]
@@ -361,7 +361,7 @@ def _run(task, split_fn, args):
                     continue
                 name = posterior_row_name(opts, "chosen")
                 bar.set_description(f"{task.name} trial {trial + 1}/{n_trials}: {name}")
-                rows = posterior_rows(split, chosen[opts["rank_from"]], opts, seed)
+                rows = posterior_rows(split, chosen[opts["n_components_from"]], opts, seed)
                 for name, metrics, selected, elapsed, rhat, extra in rows:
                     rec = _record(
                         name, "posterior", at, metrics, selected, elapsed, elapsed
@@ -444,7 +444,7 @@ def classify(
         Keys of :data:`bayespmf.apps.baselines.CLASSIFIERS`.
     n_trials : int, default 20
         Random splits.
-    ranks : sequence of int
+    candidates : sequence of int
         Rank grid; the rank with the best validation accuracy is used.
     fractions : (float, float, float), default (0.5, 0.2, 0.3)
         Train, validation and test fractions of the rows.
@@ -463,16 +463,16 @@ def classify(
         start is chosen on the validation part with the rank and the iteration count.
     posterior : bool, dict or list of dicts, default False
         Add posterior-predictive rows: NUTS (or ADVI) on the training part, started
-        from the validation-best iterate of ``rank_from`` (default ``"cnmf-spa-em"``)
-        at each sampled rank, predicting ``Pr(y | x)`` averaged over the draws (not
-        from a posterior-mean PMF). Options (dict; defaults in
+        from the validation-best iterate of ``n_components_from`` (default
+        ``"cnmf-spa-em"``) at each sampled rank, predicting ``Pr(y | x)`` averaged over
+        the draws (not from a posterior-mean PMF). Options (dict; defaults in
         :data:`POSTERIOR_DEFAULTS`): ``method``, ``draws``, ``tune``, ``chains``,
-        ``cores``, ``n_trials`` (only the first ``n_trials`` splits), ``rank_from``;
-        ``ranks`` (ranks to sample; default only the rank ``rank_from`` chose on the
-        validation part); ``combine`` (the rows, one per name in
-        :data:`POSTERIOR_COMBINE`: ``"chosen"`` (default), ``"plugin"``,
+        ``cores``, ``n_trials`` (only the first ``n_trials`` splits),
+        ``n_components_from``; ``candidates`` (ranks to sample; default only the rank
+        ``n_components_from`` chose on the validation part); ``combine`` (the rows, one
+        per name in :data:`POSTERIOR_COMBINE`: ``"chosen"`` (default), ``"plugin"``,
         ``"val-best"``, ``"stacking"``, ``"pseudo-BMA"``, ``"BB-pseudo-BMA"`` (LOO
-        weights of ``az.compare`` across ``ranks``), ``"val-stacking"`` (stacking
+        weights of ``az.compare`` across ``candidates``), ``"val-stacking"`` (stacking
         weights fitted to the validation log score)); ``factor_prior`` and
         ``weights_prior`` (the Dirichlet concentrations of
         :func:`bayespmf.models.latent_class_model`, 1.0 = uniform); ``label`` (added
@@ -512,7 +512,7 @@ def classify(
     Examples
     --------
     >>> table = classify("votes", methods=["cnmf-spa-em"], baselines=["naive-bayes"],
-    ...                  n_trials=2, ranks=[2, 3], random_state=0)
+    ...                  n_trials=2, candidates=[2, 3], random_state=0)
     >>> list(table.index)
     ['cnmf-spa-em', 'naive-bayes']
     >>> bool(table.loc["cnmf-spa-em", "accuracy_mean"] > 80)
@@ -572,7 +572,7 @@ def predict_ratings(
     Examples
     --------
     >>> t = predict_ratings("animation", methods=["cnmf-spa-em"],
-    ...                     baselines=["movie-average"], n_trials=1, ranks=[3],
+    ...                     baselines=["movie-average"], n_trials=1, candidates=[3],
     ...                     random_state=0)
     >>> list(t.index)
     ['cnmf-spa-em', 'cnmf-spa-em (MAP)', 'movie-average']

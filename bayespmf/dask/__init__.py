@@ -36,13 +36,15 @@ Examples
 --------
 >>> import dask
 >>> from bayespmf.datasets import make_latent_class
->>> data, _ = make_latent_class(600, 3, rank=2, n_variables=4, observed_prob=0.7,
+>>> data, _ = make_latent_class(600, 3, n_components=2, n_variables=4, observed_prob=0.7,
 ...                             random_state=0)
 >>> ddata = DaskCategoricalData.from_categorical_data(data, chunk_rows=200)
 >>> ddata
 DaskCategoricalData(n_samples=600, n_variables=4, n_categories=[3, 3, 3, 3], n_chunks=3)
 >>> with dask.config.set(scheduler="synchronous"):
-...     params, info = fit_em_dask(ddata, rank=2, accelerate="squarem", random_state=0)
+...     params, info = fit_em_dask(
+...         ddata, n_components=2, accelerate="squarem", random_state=0
+...     )
 >>> info.converged
 True
 """

@@ -134,7 +134,7 @@ class DaskEMKernel:
     Parameters
     ----------
     ddata : DaskCategoricalData
-    rank : int
+    n_components : int
     client : dask.distributed.Client, optional
         Scheduler; Dask's current default when omitted.
     split_every : int, default SPLIT_EVERY
@@ -162,7 +162,7 @@ class DaskEMKernel:
     def __init__(
         self,
         ddata: DaskCategoricalData,
-        rank: int,
+        n_components: int,
         *,
         client=None,
         split_every: int = SPLIT_EVERY,
@@ -172,7 +172,7 @@ class DaskEMKernel:
 
         owner = "DaskEMKernel"
         ddata = check_ddata(ddata, owner)
-        self.rank = check_int(rank, "rank", owner=owner, low=1)
+        self.n_components = check_int(n_components, "n_components", owner=owner, low=1)
         self.split_every = check_split_every(split_every, owner)
         self.n_categories = ddata.n_categories
         self.offsets = offsets_of(self.n_categories)
@@ -199,7 +199,7 @@ class DaskEMKernel:
 
     def _check(self, weights, factors_stacked):
         return check_step_args(
-            weights, factors_stacked, self.offsets, self.rank, "DaskEMKernel"
+            weights, factors_stacked, self.offsets, self.n_components, "DaskEMKernel"
         )
 
     def statistics(self, weights, factors_stacked):
@@ -228,7 +228,7 @@ class DaskEMKernel:
     def step(self, weights, factors_stacked):
         """Apply the EM map once: ``(weights, factors_stacked, loglik_of_input)``."""
         counts, totals, ll = self.statistics(weights, factors_stacked)
-        w_new = (totals + COUNT_FLOOR) / (self.n_rows + self.rank * COUNT_FLOOR)
+        w_new = (totals + COUNT_FLOOR) / (self.n_rows + self.n_components * COUNT_FLOOR)
         return w_new, normalize_blocks(counts + COUNT_FLOOR, self.offsets), ll
 
     def loglik(self, weights, factors_stacked) -> float:
@@ -238,7 +238,7 @@ class DaskEMKernel:
 
 def fit_em_dask(
     ddata: DaskCategoricalData,
-    rank: int,
+    n_components: int,
     *,
     init=None,
     accelerate=None,
@@ -260,7 +260,7 @@ def fit_em_dask(
     Parameters
     ----------
     ddata : DaskCategoricalData
-    rank : int
+    n_components : int
     init : LatentClassParams, optional
         Default a RAND-EM start from ``random_state`` (as ``fit_em``).
     accelerate : {None, "squarem"}
@@ -292,12 +292,14 @@ def fit_em_dask(
         When ``max_iter`` is reached before the tolerance.
     """
     owner = "fit_em_dask"
-    rank, run = em_runner(accelerate, rank, max_iter, tol, callback, progressbar, owner)
+    n_components, run = em_runner(
+        accelerate, n_components, max_iter, tol, callback, progressbar, owner
+    )
     ddata = check_ddata(ddata, owner)
     n_cat = ddata.n_categories
-    w, a = em_start(init, n_cat, rank, random_state)
+    w, a = em_start(init, n_cat, n_components, random_state)
     kernel = DaskEMKernel(
-        ddata, rank, client=client, split_every=split_every, persist=persist
+        ddata, n_components, client=client, split_every=split_every, persist=persist
     )
     return run(kernel, w, a, n_cat)
 
@@ -318,7 +320,7 @@ class DaskLatentClassFit(LatentClassFit):
     --------
     >>> import dask
     >>> from bayespmf.datasets import make_latent_class
-    >>> data, _ = make_latent_class(400, 3, rank=2, n_variables=4, random_state=0)
+    >>> data, _ = make_latent_class(400, 3, n_components=2, n_variables=4, random_state=0)
     >>> ddata = DaskCategoricalData.from_categorical_data(data, chunk_rows=200)
     >>> with dask.config.set(scheduler="synchronous"):
     ...     fit = fit_latent_class(ddata, 2, random_state=0)
@@ -353,7 +355,7 @@ class DaskLatentClassFit(LatentClassFit):
 
 def fit_latent_class(
     ddata: DaskCategoricalData,
-    rank: int,
+    n_components: int,
     method: str = "cnmf-spa-em",
     *,
     max_iter: int | None = None,
@@ -374,7 +376,7 @@ def fit_latent_class(
     Parameters
     ----------
     ddata : DaskCategoricalData
-    rank : int
+    n_components : int
     method : str, default "cnmf-spa-em"
         One of :data:`bayespmf.estimators.latent_class.METHODS`. The default is not
         the in-memory ``"auto"`` (many starts): it runs here too, but every EM
@@ -411,7 +413,7 @@ def fit_latent_class(
     --------
     >>> import dask
     >>> from bayespmf.datasets import make_latent_class
-    >>> data, _ = make_latent_class(600, 3, rank=2, n_variables=4, random_state=0)
+    >>> data, _ = make_latent_class(600, 3, n_components=2, n_variables=4, random_state=0)
     >>> ddata = DaskCategoricalData.from_categorical_data(data, chunk_rows=250)
     >>> with dask.config.set(scheduler="synchronous"):
     ...     fit = fit_latent_class(ddata, 2, "cnmf-spa-em", random_state=0)
@@ -422,7 +424,7 @@ def fit_latent_class(
 
     ddata = check_ddata(ddata, "fit_latent_class")
     est = LatentClassPMF(
-        rank,
+        n_components,
         method=method,
         max_iter=max_iter,
         tol=tol,
@@ -467,9 +469,9 @@ class DaskSource:
             "LatentClassPMF.fit(ddata.compute())."
         )
 
-    def em_kernel(self, rank, backend="auto"):
+    def em_kernel(self, n_components, backend="auto"):
         """The distributed EM map (:class:`DaskEMKernel`; ``backend`` is not used)."""
-        return DaskEMKernel(self.ddata, rank, persist=self._persist, **self._kw)
+        return DaskEMKernel(self.ddata, n_components, persist=self._persist, **self._kw)
 
 
 # the fit layer turns a DaskCategoricalData into this source (it cannot import Dask)

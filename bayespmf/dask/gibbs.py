@@ -146,8 +146,8 @@ def _chunk_counts(chunk: _Chunk, log_params, entropy, sweep: int, index: int, th
     Chain ``c`` draws from ``SeedSequence(entropy, spawn_key=(1, c, sweep, index))``.
     """
     log_w, log_a = log_params
-    n_chains, rank = log_w.shape
-    totals = np.zeros((n_chains, rank), dtype=np.int64)
+    n_chains, n_components = log_w.shape
+    totals = np.zeros((n_chains, n_components), dtype=np.int64)
     counts = np.zeros(log_a.shape, dtype=np.int64)
     if chunk.row_count.size == 0:
         return totals, counts
@@ -210,13 +210,13 @@ def _stand_in(ddata: DaskCategoricalData) -> CategoricalData:
     )
 
 
-def _posterior(ws, a_stacked, ddata, rank, offsets) -> xr.Dataset:
+def _posterior(ws, a_stacked, ddata, n_components, offsets) -> xr.Dataset:
     """The draws as ``latent_class_model``'s variables, dims and coordinates."""
     chains, draws = ws.shape[:2]
     coords = {
         "chain": np.arange(chains),
         "draw": np.arange(draws),
-        "class": np.arange(rank),
+        "class": np.arange(n_components),
     }
     data_vars = {"weights": (("chain", "draw", "class"), ws)}
     for n, (name, labels) in enumerate(zip(ddata.names, ddata.categories, strict=True)):
@@ -229,7 +229,7 @@ def _posterior(ws, a_stacked, ddata, rank, offsets) -> xr.Dataset:
 
 def sample_gibbs(
     ddata: DaskCategoricalData,
-    rank: int,
+    n_components: int,
     *,
     init=None,
     draws: int = 1000,
@@ -259,7 +259,7 @@ def sample_gibbs(
     Parameters
     ----------
     ddata : DaskCategoricalData
-    rank : int
+    n_components : int
         Number of classes F.
     init : LatentClassPMF, (weights, factors) or dict, optional
         Point estimate every chain starts at (jittered per chain on the log scale of
@@ -320,7 +320,7 @@ def sample_gibbs(
     Raises
     ------
     DataValidationError
-        ``ddata`` not a DaskCategoricalData, bad ``rank``, ``draws``, ``tune``,
+        ``ddata`` not a DaskCategoricalData, bad ``n_components``, ``draws``, ``tune``,
         ``chains``, ``n_sweeps``, priors or ``random_seed``, an ``init`` that does not
         fit the data, a chunk with invalid codes, a variable never observed.
 
@@ -328,7 +328,7 @@ def sample_gibbs(
     --------
     >>> import dask
     >>> from bayespmf.datasets import make_latent_class
-    >>> data, _ = make_latent_class(400, 3, rank=2, n_variables=4, random_state=0)
+    >>> data, _ = make_latent_class(400, 3, n_components=2, n_variables=4, random_state=0)
     >>> ddata = DaskCategoricalData.from_categorical_data(data, chunk_rows=150)
     >>> with dask.config.set(scheduler="synchronous"):
     ...     idata = sample_gibbs(ddata, 2, draws=50, tune=20, chains=2, random_seed=0,
@@ -347,7 +347,7 @@ def sample_gibbs(
             "or from_categorical_data, or sample in-memory data with "
             "bayespmf.models.sample(..., method='gibbs')."
         )
-    rank = check_int(rank, "rank", owner=_OWNER, low=1)
+    n_components = check_int(n_components, "n_components", owner=_OWNER, low=1)
     draws, tune, chains = check_sampler_args("gibbs", draws, tune, chains, _OWNER)
     n_sweeps = _check_n_sweeps(n_sweeps)
     w_prior = check_float(
@@ -363,7 +363,7 @@ def sample_gibbs(
     stand_in = _stand_in(ddata)
     # the stand-in model binds ``init`` to the variables by name and jitters the starts
     # exactly as bayespmf.models.sample does; it holds one row, never the data
-    stand_in_model = latent_class_model(stand_in, rank)
+    stand_in_model = latent_class_model(stand_in, n_components)
     if init is not None:  # refuse a bad start before any pass over the data
         initvals_from_params(stand_in_model, init)
 
@@ -385,7 +385,7 @@ def sample_gibbs(
     if init is None:
         init = fit_latent_class(
             ddata,
-            rank,
+            n_components,
             random_state=np.random.default_rng(
                 np.random.SeedSequence(entropy, spawn_key=(_INIT_STREAM,))
             ),
@@ -414,9 +414,9 @@ def sample_gibbs(
         )
         for c in range(chains)
     ]
-    a_alpha = np.full((int(offsets[-1]), rank), a_prior)
-    ws = np.empty((chains, draws, rank))
-    a_stacked = np.empty((chains, draws, int(offsets[-1]), rank))
+    a_alpha = np.full((int(offsets[-1]), n_components), a_prior)
+    ws = np.empty((chains, draws, n_components))
+    a_stacked = np.empty((chains, draws, int(offsets[-1]), n_components))
     sweep_time = np.empty((chains, draws))
     t0 = time.perf_counter()
     sweep = 0
@@ -441,7 +441,7 @@ def sample_gibbs(
                 sweep_time[:, d - tune] = time.perf_counter() - t_draw
             bar.update()
     elapsed = time.perf_counter() - t0
-    post = _posterior(ws, a_stacked, ddata, rank, offsets)
+    post = _posterior(ws, a_stacked, ddata, n_components, offsets)
     post.attrs.update(
         sampling_method="gibbs",
         sampling_time=elapsed,

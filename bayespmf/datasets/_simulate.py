@@ -155,58 +155,58 @@ def _normalize_columns(a: np.ndarray) -> np.ndarray:
     return a / a.sum(axis=0, keepdims=True)
 
 
-def _uniform_factor(rng, n_rows: int, rank: int) -> np.ndarray:
+def _uniform_factor(rng, n_rows: int, n_components: int) -> np.ndarray:
     # Entries Uniform(0, 1), columns rescaled to unit l1 norm (Ibrahim & Fu Sec. 5.2;
     # Chege et al. Sec. V-A; gen_PMF_factors.m).
-    return _normalize_columns(rng.random((n_rows, rank)))
+    return _normalize_columns(rng.random((n_rows, n_components)))
 
 
-def _dirichlet_factor(rng, n_rows: int, rank: int) -> np.ndarray:
+def _dirichlet_factor(rng, n_rows: int, n_components: int) -> np.ndarray:
     # Each column ~ Dirichlet(1, ..., 1): uniform on the probability simplex.
-    return rng.dirichlet(np.ones(n_rows), size=rank).T
+    return rng.dirichlet(np.ones(n_rows), size=n_components).T
 
 
-def _assumption1_factor(rng, n_rows: int, rank: int) -> np.ndarray:
+def _assumption1_factor(rng, n_rows: int, n_components: int) -> np.ndarray:
     # Ibrahim & Fu, Assumption 1: every row drawn uniformly from the (F-1)-simplex
     # (Dirichlet(1_F)), then columns rescaled so that 1^T A_n = 1^T
     # (gen_PMF_factors_dirich_with_sep.m draws the rows the same way).
-    return _normalize_columns(rng.dirichlet(np.ones(rank), size=n_rows))
+    return _normalize_columns(rng.dirichlet(np.ones(n_components), size=n_rows))
 
 
-def _separable_factors(rng, n_cat, rank, epsilon, eligible) -> list:
+def _separable_factors(rng, n_cat, n_components, epsilon, eligible) -> list:
     """Factors whose S2 block H is exactly epsilon-separable (see make_latent_class).
 
-    ``eligible`` are the variables of S2 with more than ``rank`` categories, one of
+    ``eligible`` are the variables of S2 with more than ``n_components`` categories, one of
     which receives the anchor rows.
     """
-    factors = [_assumption1_factor(rng, int(k), rank) for k in n_cat]
+    factors = [_assumption1_factor(rng, int(k), n_components) for k in n_cat]
     u = int(rng.choice(eligible))
     # Row-normalized anchor row f is (1 - (F-1) t) e_f + t (1 - e_f), whose l2 distance
     # to e_f is t * sqrt(F (F-1)); solve for t, then for the off-diagonal mass delta.
-    t = epsilon / np.sqrt(rank * (rank - 1))
-    delta = t * ANCHOR_MASS / (1.0 - (rank - 1) * t)
-    anchor_total = ANCHOR_MASS + (rank - 1) * delta
+    t = epsilon / np.sqrt(n_components * (n_components - 1))
+    delta = t * ANCHOR_MASS / (1.0 - (n_components - 1) * t)
+    anchor_total = ANCHOR_MASS + (n_components - 1) * delta
     a = factors[u]
-    rest = _normalize_columns(a[rank:]) * (1.0 - anchor_total)
-    block = np.full((rank, rank), delta)
+    rest = _normalize_columns(a[n_components:]) * (1.0 - anchor_total)
+    block = np.full((n_components, n_components), delta)
     np.fill_diagonal(block, ANCHOR_MASS)
     factors[u] = _normalize_columns(np.vstack([block, rest]))
     return factors
 
 
-def _check_weights_prior(weights_prior, rank: int):
+def _check_weights_prior(weights_prior, n_components: int):
     """Return the prior's name, or the weights themselves as a float array."""
     if isinstance(weights_prior, str):
         return check_choice(
             weights_prior, "weights_prior", _WEIGHTS_PRIORS, "make_latent_class"
         )
-    need = f"a prior's name or {rank} weights"
+    need = f"a prior's name or {n_components} weights"
     w = float_array(weights_prior, "weights_prior", "make_latent_class", need)
-    if w.shape != (rank,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+    if w.shape != (n_components,) or not np.all(np.isfinite(w)) or np.any(w < 0):
         raise DataValidationError(
             "'weights_prior' must be one of "
-            f"{', '.join(repr(c) for c in _WEIGHTS_PRIORS)} or {rank} non-negative "
-            f"weights (one per class, rank={rank}); got {weights_prior!r}."
+            f"{', '.join(repr(c) for c in _WEIGHTS_PRIORS)} or {n_components} non-negative "
+            f"weights (one per class, n_components={n_components}); got {weights_prior!r}."
         )
     if abs(w.sum() - 1.0) > 1e-8:
         raise DataValidationError(
@@ -216,15 +216,15 @@ def _check_weights_prior(weights_prior, rank: int):
     return w
 
 
-def _draw_weights(rng, prior, rank: int) -> np.ndarray:
+def _draw_weights(rng, prior, n_components: int) -> np.ndarray:
     if not isinstance(prior, str):
         return prior.copy()
     if prior == "uniform":  # Uniform(0, 1) entries, normalized (gen_PMF_factors.m)
-        w = rng.random(rank)
+        w = rng.random(n_components)
         return w / w.sum()
     if prior == "dirichlet":
-        return rng.dirichlet(np.ones(rank))
-    return np.full(rank, 1.0 / rank)
+        return rng.dirichlet(np.ones(n_components))
+    return np.full(n_components, 1.0 / n_components)
 
 
 def _sample_categorical_columns(rng, cdfs, classes, n_samples) -> np.ndarray:
@@ -257,7 +257,7 @@ def _cumulative(a: np.ndarray) -> np.ndarray:
 def make_latent_class(
     n_samples: int,
     n_categories: int | Sequence[int],
-    rank: int,
+    n_components: int,
     observed_prob: float | Sequence[float] = 1.0,
     *,
     n_variables: int | None = None,
@@ -277,7 +277,7 @@ def make_latent_class(
     n_categories : int or sequence of int
         Alphabet size ``I_n`` of each variable: one int shared by ``n_variables``
         variables, or one int per variable.
-    rank : int
+    n_components : int
         Number of latent classes ``F``.
     observed_prob : float or sequence of float, default 1.0
         Probability that an entry is observed, in (0, 1]; one value for all variables
@@ -377,12 +377,13 @@ def make_latent_class(
     Examples
     --------
     >>> data, truth = make_latent_class(
-    ...     500, 4, rank=3, n_variables=5, observed_prob=0.5, random_state=0
+    ...     500, 4, n_components=3, n_variables=5, observed_prob=0.5, random_state=0
     ... )
     >>> data.shape, truth.weights.shape, [a.shape for a in truth.factors][:2]
     ((500, 5), (3,), [(4, 3), (4, 3)])
     >>> data, truth = make_latent_class(
-    ...     100, [10] * 5, rank=5, factor_prior="separable", epsilon=0.1, random_state=0
+    ...     100, [10] * 5, n_components=5, factor_prior="separable", epsilon=0.1,
+    ...     random_state=0
     ... )
     >>> truth.weights
     array([0.2, 0.2, 0.2, 0.2, 0.2])
@@ -391,7 +392,7 @@ def make_latent_class(
     n_samples = check_int(n_samples, "n_samples", owner=owner, low=1)
     n_cat = _check_n_categories(n_categories, n_variables)
     n_var = n_cat.size
-    rank = check_int(rank, "rank", owner=owner, low=1)
+    n_components = check_int(n_components, "n_components", owner=owner, low=1)
     p_obs = _check_observed_prob(observed_prob, n_var)
     factor_prior = check_choice(factor_prior, "factor_prior", _FACTOR_PRIORS, owner)
     if not isinstance(drop_empty_rows, bool | np.bool_):
@@ -399,34 +400,35 @@ def make_latent_class(
             f"'drop_empty_rows' must be True or False. Got {drop_empty_rows!r}."
         )
     if factor_prior == "separable":
-        if rank < 2:
+        if n_components < 2:
             raise DataValidationError(
-                "factor_prior='separable' needs rank >= 2 (with one class every "
-                "factor is trivially separable). Got rank=1."
+                "factor_prior='separable' needs n_components >= 2 (with one class every "
+                "factor is trivially separable). Got n_components=1."
             )
         if n_var < 2:
             raise DataValidationError(
                 "factor_prior='separable' splits the variables into S1 and S2 and needs "
                 f"at least 2 variables. Got {n_var}."
             )
-        eps_max = (1.0 - ANCHOR_MASS) * np.sqrt(rank / (rank - 1))
+        eps_max = (1.0 - ANCHOR_MASS) * np.sqrt(n_components / (n_components - 1))
         epsilon = DEFAULT_EPSILON if epsilon is None else epsilon
         epsilon = check_float(epsilon, "epsilon", owner=owner, low=0.0)
         if epsilon >= eps_max:
             raise DataValidationError(
-                f"'epsilon' must be below {eps_max:.4g} for rank={rank} (the anchor "
+                f"'epsilon' must be below {eps_max:.4g} for n_components={n_components} "
+                f"(the anchor "
                 f"block would leave no mass for the other rows). Got {epsilon}."
             )
         split = (n_var + 1) // 2 if split is None else split
         split = check_int(split, "split", owner=owner, low=1, high=n_var - 1)
         s2 = np.arange(split, n_var)
-        eligible = s2[n_cat[s2] > rank]
+        eligible = s2[n_cat[s2] > n_components]
         if eligible.size == 0:
             raise DataValidationError(
                 "factor_prior='separable' puts the F anchor rows in one variable of "
                 f"S2 = variables {s2.tolist()} (after split={split}), which needs more "
-                f"than rank={rank} categories; their alphabet sizes are "
-                f"{n_cat[s2].tolist()}. Lower 'split', lower 'rank' or use larger "
+                f"than n_components={n_components} categories; their alphabet sizes are "
+                f"{n_cat[s2].tolist()}. Lower 'split', lower 'n_components' or use larger "
                 "alphabets."
             )
     else:
@@ -439,19 +441,19 @@ def make_latent_class(
     if weights_prior is None:
         equal = factor_prior in ("separable", "row-dirichlet")
         weights_prior = "equal" if equal else factor_prior
-    weights_prior = _check_weights_prior(weights_prior, rank)
+    weights_prior = _check_weights_prior(weights_prior, n_components)
 
     rng = check_random_state(random_state)
-    weights = _draw_weights(rng, weights_prior, rank)
+    weights = _draw_weights(rng, weights_prior, n_components)
     if factor_prior == "separable":
-        factors = _separable_factors(rng, n_cat, rank, epsilon, eligible)
+        factors = _separable_factors(rng, n_cat, n_components, epsilon, eligible)
     else:
         draw = {
             "uniform": _uniform_factor,
             "dirichlet": _dirichlet_factor,
             "row-dirichlet": _assumption1_factor,
         }[factor_prior]
-        factors = [draw(rng, int(k), rank) for k in n_cat]
+        factors = [draw(rng, int(k), n_components) for k in n_cat]
 
     class_cdf = np.cumsum(weights)
     class_cdf[-1] = 1.0
@@ -478,20 +480,22 @@ def make_latent_class(
 # Dirichlet simplex nest
 
 
-def _vertices_gaussian(rng, n_vertices: int, n_features: int, eta: float) -> np.ndarray:
+def _vertices_gaussian(rng, n_components: int, n_features: int, eta: float) -> np.ndarray:
     # beta_k ~ N(0, K I_D) (Supplement B; the VLAD code draws sd = sqrt(K)).
-    return rng.normal(0.0, np.sqrt(n_vertices), size=(n_vertices, n_features))
+    return rng.normal(0.0, np.sqrt(n_components), size=(n_components, n_features))
 
 
-def _vertices_poisson(rng, n_vertices: int, n_features: int, eta: float) -> np.ndarray:
+def _vertices_poisson(rng, n_components: int, n_features: int, eta: float) -> np.ndarray:
     # beta_k ~ Gamma(shape 1, scale K) entrywise (Supplement B "Gamma(1, K 1)"), so
     # every vertex is positive and a Poisson mean; mean entry K.
-    return rng.gamma(1.0, float(n_vertices), size=(n_vertices, n_features))
+    return rng.gamma(1.0, float(n_components), size=(n_components, n_features))
 
 
-def _vertices_multinomial(rng, n_vertices: int, n_features: int, eta: float) -> np.ndarray:
+def _vertices_multinomial(
+    rng, n_components: int, n_features: int, eta: float
+) -> np.ndarray:
     # Topics beta_k ~ Dir_D(eta) on the probability simplex (Supplement B, LDA).
-    return rng.dirichlet(np.full(n_features, eta), size=n_vertices)
+    return rng.dirichlet(np.full(n_features, eta), size=n_components)
 
 
 def _sample_gaussian(rng, mean, sigma, words):
@@ -515,16 +519,16 @@ _DSN_KERNELS = {
 }
 
 
-def _check_alpha(alpha, n_vertices: int):
+def _check_alpha(alpha, n_components: int):
     owner = "make_simplex_nest"
     if np.ndim(alpha) == 0:
         a = check_float(alpha, "alpha", owner=owner, low=0.0, low_open=True)
-        return a, np.full(n_vertices, a)
+        return a, np.full(n_components, a)
     a = np.array(alpha, dtype=float)
-    if a.shape != (n_vertices,):
+    if a.shape != (n_components,):
         raise DataValidationError(
             f"'alpha' must be a positive float or one positive value per vertex "
-            f"(n_vertices={n_vertices}); got shape {a.shape}."
+            f"(n_components={n_components}); got shape {a.shape}."
         )
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
         raise DataValidationError(f"Every entry of 'alpha' must be > 0; got {a.tolist()}.")
@@ -546,7 +550,7 @@ def _check_words(words_per_doc, n_samples: int):
 def make_simplex_nest(
     n_samples: int,
     n_features: int,
-    n_vertices: int,
+    n_components: int,
     alpha: float | Sequence[float] = 1.0,
     kernel: str = "gaussian",
     *,
@@ -564,7 +568,7 @@ def make_simplex_nest(
         Number of data points ``n``.
     n_features : int
         Ambient dimension ``D`` (vocabulary size for the multinomial kernel).
-    n_vertices : int
+    n_components : int
         Number of vertices ``K``, with ``2 <= K <= D + 1`` (``K <= D`` for the
         multinomial kernel, whose vertices lie on the ``(D-1)``-simplex).
     alpha : float or array_like of shape (K,), default 1.0
@@ -644,25 +648,25 @@ def make_simplex_nest(
     kernel = check_choice(kernel, "kernel", _KERNELS, owner)
     n_samples = check_int(n_samples, "n_samples", owner=owner, low=1)
     n_features = check_int(n_features, "n_features", owner=owner, low=1)
-    n_vertices = check_int(n_vertices, "n_vertices", owner=owner)
-    if n_vertices < 2:
+    n_components = check_int(n_components, "n_components", owner=owner)
+    if n_components < 2:
         raise DataValidationError(
-            f"'n_vertices' of {owner} must be >= 2: a simplex nest needs at least two "
-            f"vertices. Got {n_vertices}."
+            f"'n_components' of {owner} must be >= 2: a simplex nest needs at least two "
+            f"vertices. Got {n_components}."
         )
-    if kernel == "multinomial" and n_vertices > n_features:
+    if kernel == "multinomial" and n_components > n_features:
         raise DataValidationError(
-            f"'n_vertices' ({n_vertices}) must be <= 'n_features' ({n_features}) for "
+            f"'n_components' ({n_components}) must be <= 'n_features' ({n_features}) for "
             "kernel='multinomial': the topics lie on the (D-1)-dimensional probability "
             "simplex, which holds at most D affinely independent points."
         )
-    if n_vertices > n_features + 1:
+    if n_components > n_features + 1:
         raise DataValidationError(
-            f"'n_vertices' ({n_vertices}) must be <= n_features + 1 "
+            f"'n_components' ({n_components}) must be <= n_features + 1 "
             f"({n_features + 1}): K points span a (K-1)-simplex only in dimension "
-            "D >= K - 1. Lower 'n_vertices' or raise 'n_features'."
+            "D >= K - 1. Lower 'n_components' or raise 'n_features'."
         )
-    alpha_out, alpha_vec = _check_alpha(alpha, n_vertices)
+    alpha_out, alpha_vec = _check_alpha(alpha, n_components)
     c_min = check_float(c_min, "c_min", owner=owner, low=0.0, high=1.0)
     for name, value, used_by in (
         ("sigma", sigma, "gaussian"),
@@ -685,8 +689,8 @@ def make_simplex_nest(
 
     rng = check_random_state(random_state)
     draw_vertices, sample = _DSN_KERNELS[kernel]
-    vertices = draw_vertices(rng, n_vertices, n_features, eta)
-    shrink = rng.uniform(c_min, 1.0, size=n_vertices)
+    vertices = draw_vertices(rng, n_components, n_features, eta)
+    shrink = rng.uniform(c_min, 1.0, size=n_components)
     center = vertices.mean(axis=0)
     vertices = center + shrink[:, None] * (vertices - center)
     theta = rng.dirichlet(alpha_vec, size=n_samples)

@@ -3,7 +3,7 @@
 from bayespmf.estimators.latent_class import METHODS, LatentClassPMF, NotFittedError
 from bayespmf.estimators.purification import PurificationNMF
 from bayespmf.estimators.regression import LatentClassRegression
-from bayespmf.estimators.selection import best_rank, compare_ranks
+from bayespmf.estimators.selection import best_n_components, compare_n_components
 from bayespmf.estimators.simplex import GDM, VLAD, SimplexSPA
 
 __all__ = [
@@ -15,6 +15,6 @@ __all__ = [
     "NotFittedError",
     "PurificationNMF",
     "SimplexSPA",
-    "best_rank",
-    "compare_ranks",
+    "best_n_components",
+    "compare_n_components",
 ]

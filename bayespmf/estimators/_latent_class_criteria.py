@@ -186,7 +186,7 @@ class LatentClassModelChoice:
         --------
         >>> from bayespmf.datasets import make_latent_class
         >>> from bayespmf.estimators import LatentClassPMF
-        >>> data, _ = make_latent_class(2000, [3, 3, 3, 3], rank=2, random_state=0,
+        >>> data, _ = make_latent_class(2000, [3, 3, 3, 3], n_components=2, random_state=0,
         ...                             factor_prior="separable", epsilon=0.1)
         >>> est = LatentClassPMF(2, n_init=10, random_state=0).fit(data)
         >>> se = est.standard_errors(data)

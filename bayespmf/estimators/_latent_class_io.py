@@ -136,11 +136,13 @@ class LatentClassSavedState:
                 "_names": meta.get("names"),
                 "_categories": meta.get("categories"),
             }
-        given.setdefault("rank", params.weights.size)
+        given.setdefault("n_components", params.weights.size)
         if set(given) - set(cls._PARAMS):
             raise corrupt(f"unknown parameters {sorted(set(given) - set(cls._PARAMS))}")
-        if given["rank"] != params.weights.size:
-            raise corrupt(f"rank {given['rank']!r} but {params.weights.size} weights")
+        if given["n_components"] != params.weights.size:
+            raise corrupt(
+                f"rank {given['n_components']!r} but {params.weights.size} weights"
+            )
         for name in attributes:
             fitted = name.endswith("_") and not name.startswith("_")
             if not (fitted or name in ("_names", "_categories")) or hasattr(cls, name):

@@ -108,7 +108,8 @@ class LatentClassPrediction:
         --------
         >>> from bayespmf.datasets import make_latent_class
         >>> from bayespmf.estimators import LatentClassPMF
-        >>> data, _ = make_latent_class(500, 3, rank=2, n_variables=4, random_state=1)
+        >>> data, _ = make_latent_class(500, 3, n_components=2, n_variables=4,
+        ...                             random_state=1)
         >>> m = LatentClassPMF(2, random_state=0).fit(data)
         >>> np.allclose(m.predict_proba(data, target=0).sum(axis=1), 1.0)
         True

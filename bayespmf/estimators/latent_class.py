@@ -59,7 +59,7 @@ class LatentClassPMF(
 
     Parameters
     ----------
-    rank : int
+    n_components : int
         Number of latent classes F.
     method : str, default "auto"
         One of :data:`METHODS`. ``"auto"``: the maximum-likelihood estimate from
@@ -156,8 +156,9 @@ class LatentClassPMF(
     Examples
     --------
     >>> from bayespmf.datasets import make_latent_class
-    >>> data, truth = make_latent_class(2000, [3, 4, 3, 5, 4], rank=2, random_state=0)
-    >>> model = LatentClassPMF(rank=2, random_state=0).fit(data)
+    >>> data, truth = make_latent_class(2000, [3, 4, 3, 5, 4], n_components=2,
+    ...                                 random_state=0)
+    >>> model = LatentClassPMF(n_components=2, random_state=0).fit(data)
     >>> model.weights_.shape, model.factors_[1].shape
     ((2,), (4, 2))
     >>> model.optima_[["n_starts", "gap"]].round(3).to_numpy().tolist()
@@ -168,7 +169,7 @@ class LatentClassPMF(
 
     #: Constructor parameters, in order (scikit-learn's get_params).
     _PARAMS = (
-        "rank",
+        "n_components",
         "method",
         "n_init",
         "init",
@@ -186,7 +187,7 @@ class LatentClassPMF(
 
     def __init__(
         self,
-        rank: int,
+        n_components: int,
         method: str = "auto",
         *,
         n_init: int | None = None,
@@ -198,7 +199,7 @@ class LatentClassPMF(
         progressbar: bool = False,
         n_categories=None,
     ):
-        self.rank = rank
+        self.n_components = n_components
         self.method = method
         self.n_init = n_init
         self.init = init
@@ -210,7 +211,7 @@ class LatentClassPMF(
         self.n_categories = n_categories
 
     def __repr__(self) -> str:
-        return f"LatentClassPMF(rank={self.rank!r}, method={self.method!r})"
+        return f"LatentClassPMF(n_components={self.n_components!r}, method={self.method!r})"
 
     # ------------------------------------------------------------------ fitting
     def fit(
@@ -422,7 +423,9 @@ class LatentClassPMF(
     def from_params(cls, weights, factors, **kwargs) -> LatentClassPMF:
         """An estimator holding given parameters (e.g. a truth or a posterior mean)."""
         factors = list(factors)
-        return cls(rank=len(np.asarray(weights)), **kwargs)._with_params(weights, factors)
+        return cls(n_components=len(np.asarray(weights)), **kwargs)._with_params(
+            weights, factors
+        )
 
 
 def _one_alphabet(given_to_fit, given_to_estimator):

@@ -64,7 +64,7 @@ class LatentClassRegression(NpzPersistence, LabelledFit, BaseEstimator):
 
     Parameters
     ----------
-    rank : int
+    n_components : int
         Number of latent classes F.
     fit_intercept : bool, default True
         Prepend a column of ones to the covariates (row 0 of ``coef_``).
@@ -171,7 +171,7 @@ class LatentClassRegression(NpzPersistence, LabelledFit, BaseEstimator):
 
     def __init__(
         self,
-        rank: int,
+        n_components: int,
         *,
         fit_intercept: bool = True,
         n_init: int | None = None,
@@ -182,7 +182,7 @@ class LatentClassRegression(NpzPersistence, LabelledFit, BaseEstimator):
         random_state=None,
         progressbar: bool = False,
     ):
-        self.rank = rank
+        self.n_components = n_components
         self.fit_intercept = fit_intercept
         self.n_init = n_init
         self.n_starts = n_starts
@@ -242,7 +242,7 @@ class LatentClassRegression(NpzPersistence, LabelledFit, BaseEstimator):
         result = fit_latent_class_regression(
             data,
             z,
-            self.rank,
+            self.n_components,
             n_categories=n_categories,
             fit_intercept=self.fit_intercept,
             n_init=self.n_init,
@@ -273,7 +273,11 @@ class LatentClassRegression(NpzPersistence, LabelledFit, BaseEstimator):
         self.converged_ = bool(result.converged)
         self._keep_labels(data)
         design = check_covariates(
-            z, len(z), fit_intercept=self.fit_intercept, owner=_OWNER, check_rank=False
+            z,
+            len(z),
+            fit_intercept=self.fit_intercept,
+            owner=_OWNER,
+            check_n_components=False,
         )
         prior = softmax(design @ self.coef_, axis=1)
         weight = None if sample_weight is None else np.asarray(sample_weight, float)
@@ -331,7 +335,7 @@ class LatentClassRegression(NpzPersistence, LabelledFit, BaseEstimator):
             n_rows,
             fit_intercept=self.fit_intercept,
             owner=_OWNER,
-            check_rank=False,
+            check_n_components=False,
         )
         if design.shape[1] != self.coef_.shape[0]:
             n_fit = self.coef_.shape[0] - bool(self.fit_intercept)
@@ -540,9 +544,9 @@ def _check_saved(path, arrays: dict, factors: list, meta: dict) -> None:
         check_params(weights, factors)
     except ValueError as err:  # a DataValidationError
         raise corrupt(str(err).rstrip(".")) from None
-    rank = weights.size
-    if coef.ndim != 2 or coef.shape[1] != rank or not np.all(np.isfinite(coef)):
-        raise corrupt(f"'coef' must be a finite (n_covariates, {rank}) array")
+    n_components = weights.size
+    if coef.ndim != 2 or coef.shape[1] != n_components or not np.all(np.isfinite(coef)):
+        raise corrupt(f"'coef' must be a finite (n_covariates, {n_components}) array")
     if stderr.shape != coef.shape or cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
         raise corrupt("'coef_stderr' or 'coef_covariance' do not match 'coef'")
     if list(n_cat) != [a.shape[0] for a in factors]:

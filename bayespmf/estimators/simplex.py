@@ -16,7 +16,11 @@ densified (scikit-learn tag ``input_tags.sparse``). They pass
 ``sklearn.utils.estimator_checks`` (``tests/test_estimator_checks.py``) except
 ``check_dtype_object``, because non-numeric entries raise ``DataValidationError`` (a
 ValueError, the package's error for malformed data), not the TypeError of
-``np.asarray``; VLAD and GDM also fail ``check_transformer_n_iter``:
+``np.asarray``; except the checks that set ``n_components = 1``
+(``check_dont_overwrite_parameters``, ``check_fit2d_1feature``,
+``check_fit2d_1sample``, ``check_fit2d_predict1d``,
+``check_methods_sample_order_invariance``, ``check_methods_subset_invariance``), because
+a simplex needs at least two vertices; VLAD and GDM also fail ``check_transformer_n_iter``:
 ``max_iter`` caps the Lloyd iterations of each k-means restart and
 :func:`bayespmf.kernels.kmeans.kmeans` reports no iteration count, so there is no
 ``n_iter_``.
@@ -79,7 +83,7 @@ class DegenerateVertexWarning(UserWarning):
 
 def _warn_small_cells(est, kernel: str) -> None:
     """Warn, with the numbers, when a k-means cell of a centroid fit is nearly empty."""
-    counts = np.bincount(est.labels_, minlength=est.n_vertices)
+    counts = np.bincount(est.labels_, minlength=est.n_components)
     n, K = counts.sum(), counts.size
     limit = SMALL_CELL_FRACTION * n / K
     small = np.sort(counts[counts < limit])
@@ -106,7 +110,7 @@ def _warn_small_cells(est, kernel: str) -> None:
             f"{', '.join(map(str, support))} nonzero words."
         )
     warnings.warn(
-        msg + " Check labels_ and alpha_, try a smaller n_vertices, or remove the "
+        msg + " Check labels_ and alpha_, try a smaller n_components, or remove the "
         "outlying rows.",
         DegenerateVertexWarning,
         stacklevel=3,
@@ -230,12 +234,12 @@ class _SimplexEstimator(TransformerMixin, BaseEstimator):
         Raises
         ------
         DataValidationError
-            Malformed data, ``n_vertices`` or another parameter (see
+            Malformed data, ``n_components`` or another parameter (see
             :func:`check_nest_data`).
         """
         t0 = time.perf_counter()
         params = self.get_params()
-        fit = fit_simplex_nest(X, params.pop("n_vertices"), self._method, **params)
+        fit = fit_simplex_nest(X, params.pop("n_components"), self._method, **params)
         self._kernel = fit.kernel
         self.vertices_ = fit.vertices
         for name, value in fit.details.items():
@@ -250,7 +254,7 @@ class _CentroidNestEstimator(_SimplexEstimator):
 
     def __init__(
         self,
-        n_vertices: int,
+        n_components: int,
         kernel: str = "gaussian",
         alpha: float | None = None,
         *,
@@ -258,7 +262,7 @@ class _CentroidNestEstimator(_SimplexEstimator):
         max_iter: int = DEFAULT_KMEANS_MAX_ITER,
         random_state=None,
     ):
-        self.n_vertices = n_vertices
+        self.n_components = n_components
         self.kernel = kernel
         self.alpha = alpha
         self.n_init = n_init
@@ -271,7 +275,7 @@ class VLAD(_CentroidNestEstimator):
 
     Parameters
     ----------
-    n_vertices : int
+    n_components : int
         ``K``, number of vertices (>= 2, <= D + 1; <= D for the multinomial kernel).
     kernel : {"gaussian", "poisson", "multinomial"}, default "gaussian"
         Probability kernel of the data: real vectors with Gaussian noise, Poisson
@@ -355,7 +359,7 @@ class VLAD(_CentroidNestEstimator):
     Raises
     ------
     DataValidationError
-        From ``fit``, for malformed data or ``n_vertices`` (see :func:`check_nest_data`).
+        From ``fit``, for malformed data or ``n_components`` (see :func:`check_nest_data`).
 
     Notes
     -----
@@ -484,7 +488,7 @@ class VLAD(_CentroidNestEstimator):
 
     def __init__(
         self,
-        n_vertices: int,
+        n_components: int,
         kernel: str = "gaussian",
         alpha: float | ArrayLike | None = None,
         *,
@@ -495,7 +499,7 @@ class VLAD(_CentroidNestEstimator):
         random_state=None,
     ):
         super().__init__(
-            n_vertices,
+            n_components,
             kernel,
             alpha,
             n_init=n_init,
@@ -511,7 +515,7 @@ class GDM(_CentroidNestEstimator):
 
     Parameters
     ----------
-    n_vertices : int
+    n_components : int
     kernel : {"gaussian", "poisson", "multinomial"}, default "gaussian"
     alpha : float, optional
         If given, every centroid is extended by the VLAD extension parameter
@@ -577,7 +581,7 @@ class SimplexSPA(_SimplexEstimator):
 
     Parameters
     ----------
-    n_vertices : int
+    n_components : int
     kernel : {"gaussian", "poisson", "multinomial"}, default "gaussian"
         Only used for validation and for turning counts into frequencies.
 
@@ -617,6 +621,6 @@ class SimplexSPA(_SimplexEstimator):
 
     _method = "spa"
 
-    def __init__(self, n_vertices: int, kernel: str = "gaussian"):
-        self.n_vertices = n_vertices
+    def __init__(self, n_components: int, kernel: str = "gaussian"):
+        self.n_components = n_components
         self.kernel = kernel

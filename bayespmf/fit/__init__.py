@@ -8,7 +8,7 @@ that :class:`~bayespmf.estimators.LatentClassPMF` and ``bayespmf.dask`` call;
 latent-class fit (naive, BCH, ML three-step, two-step and one-step estimators;
 :mod:`bayespmf.fit.distal`); :func:`fit_simplex_nest` the one fit function of the
 simplex nest (VLAD, GDM, SPA);
-:func:`select_n_vertices` chooses its number of vertices by held-out completion;
+:func:`select_simplex_n_components` chooses its number of vertices by held-out completion;
 :func:`document_completion_perplexity` and :func:`topic_coherence` judge topics
 (:mod:`bayespmf.fit.topics`); :func:`simplex_frobenius_error` and
 :func:`simplex_volume` are the simplex-nest paper's finance metrics.
@@ -41,7 +41,7 @@ from bayespmf.fit.latent_class import (
 from bayespmf.fit.loop import IterInfo, StepInfo, iterate
 from bayespmf.fit.simplex import SimplexNestFit, fit_simplex_nest
 from bayespmf.fit.simplex_metrics import simplex_frobenius_error, simplex_volume
-from bayespmf.fit.simplex_selection import select_n_vertices
+from bayespmf.fit.simplex_selection import select_simplex_n_components
 from bayespmf.fit.standard_errors import standard_errors
 from bayespmf.fit.topics import document_completion_perplexity, topic_coherence
 
@@ -72,7 +72,7 @@ __all__ = [
     "max_identifiable_rank",
     "run_em",
     "document_completion_perplexity",
-    "select_n_vertices",
+    "select_simplex_n_components",
     "simplex_frobenius_error",
     "simplex_volume",
     "standard_errors",

@@ -89,7 +89,7 @@ class BootstrapLRTResult(NamedTuple):
 
     Attributes
     ----------
-    rank : int
+    n_components : int
         F, the null model's classes (the alternative has F + 1).
     lr : float
         ``2 (loglik_alt - loglik_null)`` on the data.
@@ -116,7 +116,7 @@ class BootstrapLRTResult(NamedTuple):
         Wall time in seconds, data fits included.
     """
 
-    rank: int
+    n_components: int
     lr: float
     p_value: float
     lr_draws: np.ndarray
@@ -194,9 +194,9 @@ def split_starts(params: LatentClassParams, random_state=None) -> list[LatentCla
     (2, [0.2, 0.6, 0.2])
     """
     rng = check_random_state(random_state)
-    rank = params.weights.size
+    n_components = params.weights.size
     out = []
-    for f in range(rank):
+    for f in range(n_components):
         w = np.append(params.weights, params.weights[f] / 2.0)
         w[f] /= 2.0
         factors = []
@@ -229,7 +229,7 @@ def _sequential_stop(k: int, b: int, n_max: int, alpha: float, risk: float) -> s
 
 def bootstrap_lrt(
     data,
-    rank: int,
+    n_components: int,
     *,
     n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
     n_init: int | None = None,
@@ -248,7 +248,7 @@ def bootstrap_lrt(
     ----------
     data : CategoricalData or array_like of int (S, N)
         ``-1`` marks missing entries; all-missing rows are ignored.
-    rank : int
+    n_components : int
         F, the classes of the null model.
     n_bootstrap : int, default DEFAULT_N_BOOTSTRAP
         Bootstrap samples (the most drawn when ``sequential``).
@@ -287,7 +287,7 @@ def bootstrap_lrt(
     Raises
     ------
     ValueError
-        Bad ``rank``, ``n_bootstrap``, ``n_init_bootstrap``, ``alpha`` or
+        Bad ``n_components``, ``n_bootstrap``, ``n_init_bootstrap``, ``alpha`` or
         ``sequential_risk``, or F + 1 classes beyond what the data identify.
     DataValidationError
         Malformed ``data`` or ``sample_weight``.
@@ -339,7 +339,7 @@ def bootstrap_lrt(
     Examples
     --------
     >>> from bayespmf.datasets import make_latent_class
-    >>> data, _ = make_latent_class(300, 2, rank=1, n_variables=5, random_state=0)
+    >>> data, _ = make_latent_class(300, 2, n_components=1, n_variables=5, random_state=0)
     >>> res = bootstrap_lrt(data, 1, n_bootstrap=19, n_init=20, n_init_bootstrap=10,
     ...                     random_state=0)
     >>> bool(res.p_value > 0.05), res.stopped
@@ -348,13 +348,14 @@ def bootstrap_lrt(
     t0 = time.perf_counter()
     owner = "bootstrap_lrt"
     codes, n_cat = as_codes(data, n_categories, name="data")
-    rank = check_int(rank, "rank", owner=owner, low=1)
+    n_components = check_int(n_components, "n_components", owner=owner, low=1)
     limit = max_identifiable_rank(n_cat)
-    if rank + 1 > limit:
+    if n_components + 1 > limit:
         raise ValueError(
-            f"The 'rank' parameter of {owner} is {rank}, but the alternative's "
-            f"{rank + 1} classes exceed the {limit} that alphabet sizes "
-            f"{n_cat.tolist()} can identify. Use rank <= {limit - 1}."
+            f"The 'n_components' parameter of {owner} is {n_components}, but the "
+            f"alternative's "
+            f"{n_components + 1} classes exceed the {limit} that alphabet sizes "
+            f"{n_cat.tolist()} can identify. Use n_components <= {limit - 1}."
         )
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", owner=owner, low=1)
     n_init_bootstrap = check_int(n_init_bootstrap, "n_init_bootstrap", owner=owner, low=0)
@@ -394,12 +395,16 @@ def bootstrap_lrt(
     fit_kw = {"n_categories": n_cat, "sample_weight": weight, "owner": owner}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LocalOptimumWarning)
-        null = fit_latent_class(codes, rank, n_init=n_init, random_state=rng, **fit_kw)
-        alt = fit_latent_class(codes, rank + 1, n_init=n_init, random_state=rng, **fit_kw)
+        null = fit_latent_class(
+            codes, n_components, n_init=n_init, random_state=rng, **fit_kw
+        )
+        alt = fit_latent_class(
+            codes, n_components + 1, n_init=n_init, random_state=rng, **fit_kw
+        )
     split, _ = fit_from_starts(
         codes,
         n_cat,
-        rank + 1,
+        n_components + 1,
         split_starts(null.params, rng),
         sample_weight=weight,
         random_state=rng,
@@ -418,16 +423,21 @@ def bootstrap_lrt(
             g = np.random.default_rng(seeds[b])
             sim = simulate_like(null.params, boot_mask, g)
             sim_rows = CategoricalData(sim, n_cat)
-            starts0 = [null.params, *random_starts(sim_rows, rank, N_INIT_NULL - 1, g)]
+            starts0 = [
+                null.params,
+                *random_starts(sim_rows, n_components, N_INIT_NULL - 1, g),
+            ]
             kw = {"sample_weight": boot_weight, "random_state": g, "owner": owner}
-            f0, bad0 = fit_from_starts(sim, n_cat, rank, starts0, tol=BOOTSTRAP_TOL, **kw)
+            f0, bad0 = fit_from_starts(
+                sim, n_cat, n_components, starts0, tol=BOOTSTRAP_TOL, **kw
+            )
             starts1 = [
                 *split_starts(f0.params, g),
                 alt.params,
-                *random_starts(sim_rows, rank + 1, n_init_bootstrap, g),
+                *random_starts(sim_rows, n_components + 1, n_init_bootstrap, g),
             ]
             f1, bad1 = fit_from_starts(
-                sim, n_cat, rank + 1, starts1, tol=BOOTSTRAP_TOL, **kw
+                sim, n_cat, n_components + 1, starts1, tol=BOOTSTRAP_TOL, **kw
             )
             n_unconverged += bad0 + bad1
             logliks[b] = f0.loglik, f1.loglik
@@ -453,7 +463,7 @@ def bootstrap_lrt(
             stacklevel=2,
         )
     return BootstrapLRTResult(
-        rank=rank,
+        n_components=n_components,
         lr=float(lr),
         p_value=float((1 + np.sum(lr_draws >= lr)) / (n_used + 1)),
         lr_draws=lr_draws,

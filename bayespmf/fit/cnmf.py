@@ -52,7 +52,7 @@ def relative_decrease(trace, info, tol) -> bool:
 
 def cnmf_opt(
     marginals,
-    rank: int,
+    n_components: int,
     *,
     init=None,
     pair_weighting: str = "uniform",
@@ -69,7 +69,7 @@ def cnmf_opt(
     ----------
     marginals : PairwiseMarginals
         The pairwise marginals to fit (N >= 2 variables, empirical or population).
-    rank : int
+    n_components : int
         Latent classes F; at most ``max_cnmf_rank(n_categories)``, as for
         :func:`~bayespmf.kernels.cnmf.cnmf_spa`.
     init : None, "random", "cnmf-spa", LatentClassParams or (weights, factors)
@@ -114,10 +114,10 @@ def cnmf_opt(
     Raises
     ------
     DataValidationError
-        ``marginals`` not a PairwiseMarginals, no observed pair, ``rank`` above what
+        ``marginals`` not a PairwiseMarginals, no observed pair, ``n_components`` above what
         the pairwise marginals identify, or a malformed ``init``.
     ValueError
-        Malformed ``rank``, ``max_iter``, ``tol``, ``init``, ``pair_weighting`` or
+        Malformed ``n_components``, ``max_iter``, ``tol``, ``init``, ``pair_weighting`` or
         ``solver``.
 
     Warns
@@ -174,7 +174,7 @@ def cnmf_opt(
     tol = check_float(tol, "tol", owner=owner, low=0.0)
     problem, state = cnmf_opt_init(
         marginals,
-        rank,
+        n_components,
         init=init,
         pair_weighting=pair_weighting,
         min_count=min_count,

@@ -190,11 +190,16 @@ def covariate_values(covariates, owner: str) -> np.ndarray:
 
 
 def check_covariates(
-    covariates, n_rows: int, *, fit_intercept: bool, owner: str, check_rank: bool = True
+    covariates,
+    n_rows: int,
+    *,
+    fit_intercept: bool,
+    owner: str,
+    check_n_components: bool = True,
 ):
     """The design matrix: ``covariates`` as float (S, D0), checked, intercept prepended.
 
-    ``check_rank=False`` (predictions) skips the collinearity check: beta is already
+    ``check_n_components=False`` (predictions) skips the collinearity check: beta is already
     identified by the fit, and one new row, or rows with a constant covariate, are
     legitimate input there.
 
@@ -202,7 +207,8 @@ def check_covariates(
     ------
     ValueError
         Not numeric, not 1-D/2-D, a row count other than ``n_rows``, non-finite values,
-        or (``check_rank``) columns that are collinear (with the intercept, when one is
+        or (``check_n_components``) columns that are collinear (with the intercept, when one
+        is
         fitted).
 
     Examples
@@ -237,12 +243,12 @@ def check_covariates(
             "fit_intercept=False: the class prior would be uniform. Pass "
             "fit_intercept=True or at least one covariate."
         )
-    rank = np.linalg.matrix_rank(z) if check_rank else z.shape[1]
-    if rank < z.shape[1]:
+    n_components = np.linalg.matrix_rank(z) if check_n_components else z.shape[1]
+    if n_components < z.shape[1]:
         with_icpt = " (a constant column duplicates the intercept)" if fit_intercept else ""
         raise ValueError(
             f"The 'covariates' parameter of {owner} has collinear columns{with_icpt}: "
-            f"the design has {z.shape[1]} columns but rank {rank}, so beta is not "
+            f"the design has {z.shape[1]} columns but rank {n_components}, so beta is not "
             "identified. Drop redundant columns (or pass fit_intercept=False if "
             "'covariates' already holds a constant)."
         )
@@ -268,7 +274,7 @@ def class_prior_proba(covariates, beta, *, fit_intercept: bool = True) -> np.nda
         np.shape(np.atleast_1d(covariates))[0],
         fit_intercept=fit_intercept,
         owner="class_prior_proba",
-        check_rank=False,
+        check_n_components=False,
     )
     if z.shape[1] != beta.shape[0]:
         raise ValueError(
@@ -311,7 +317,7 @@ def predict_class_proba(
         codes.shape[0],
         fit_intercept=fit_intercept,
         owner="predict_class_proba",
-        check_rank=False,
+        check_n_components=False,
     )
     if z.shape[1] != np.shape(beta)[0]:
         raise ValueError(
@@ -509,7 +515,7 @@ def _start_beta(design, weights, row_weight):
 def fit_latent_class_regression(
     data,
     covariates,
-    rank: int,
+    n_components: int,
     *,
     n_categories=None,
     fit_intercept: bool = True,
@@ -539,7 +545,7 @@ def fit_latent_class_regression(
     covariates : array_like of float, shape (S,) or (S, D0)
         Covariates of every row, in the order of ``data``; finite. ``(S, 0)`` with
         ``fit_intercept=True`` is the covariate-free model.
-    rank : int
+    n_components : int
         Number of latent classes F.
     n_categories : sequence of int, optional
         Alphabet sizes (taken from ``data`` when it is a CategoricalData).
@@ -585,7 +591,7 @@ def fit_latent_class_regression(
     ------
     ValueError
         Invalid ``data`` (``DataValidationError``), ``covariates`` (wrong row count,
-        non-finite, collinear), ``rank``, ``n_starts``, ``ridge``, ``max_iter``,
+        non-finite, collinear), ``n_components``, ``n_starts``, ``ridge``, ``max_iter``,
         ``tol`` or ``sample_weight``.
 
     Warns
@@ -636,7 +642,7 @@ def fit_latent_class_regression(
     design = check_covariates(
         covariates, n_rows, fit_intercept=bool(fit_intercept), owner=owner
     )
-    rank = check_int(rank, "rank", owner=owner, low=1)
+    n_components = check_int(n_components, "n_components", owner=owner, low=1)
     n_starts = check_int(n_starts, "n_starts", owner=owner, low=1)
     ridge = check_float(ridge, "ridge", owner=owner, low=0.0)
     max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
@@ -654,7 +660,7 @@ def fit_latent_class_regression(
     rng = check_random_state(random_state)
     base = fit_latent_class(
         codes,
-        rank,
+        n_components,
         n_categories=n_cat,
         n_init=n_init,
         random_state=rng,

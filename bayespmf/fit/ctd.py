@@ -21,7 +21,7 @@ __all__ = ["ctd"]
 
 def ctd(
     triple_marginals,
-    rank: int,
+    n_components: int,
     *,
     init=None,
     max_iter: int = 500,
@@ -36,7 +36,7 @@ def ctd(
     triple_marginals : TripleMarginals
         Empirical or population triple marginals (all ``N choose 3`` triples, or a
         subset: every variable must appear in at least one co-observed triple).
-    rank : int
+    n_components : int
         Number of latent classes F (>= 1).
     init : None, "random", LatentClassParams or (weights, factors)
         Starting point; default (``None``/"random") Uniform(0, 1) entries normalized
@@ -63,7 +63,7 @@ def ctd(
         Not a TripleMarginals, no co-observed triple, a variable in no co-observed
         triple, or a malformed ``init``.
     ValueError
-        Malformed ``rank``, ``max_iter``, ``tol`` or ``init``.
+        Malformed ``n_components``, ``max_iter``, ``tol`` or ``init``.
 
     Warns
     -----
@@ -108,7 +108,7 @@ def ctd(
     max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
     tol = check_float(tol, "tol", owner=owner, low=0.0)
     problem, state = ctd_init(
-        triple_marginals, rank, init=init, random_state=random_state, owner=owner
+        triple_marginals, n_components, init=init, random_state=random_state, owner=owner
     )
 
     def small_change(trace, info, tol) -> bool:  # Kargas et al.'s rule, or an exact fit

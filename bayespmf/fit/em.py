@@ -70,7 +70,7 @@ class EMInfo(NamedTuple):
     stopped: bool = False
 
 
-def check_em_args(accelerate, rank, max_iter, tol, callback, owner: str):
+def check_em_args(accelerate, n_components, max_iter, tol, callback, owner: str):
     """Validate the loop arguments shared by every EM driver; return rank, max_iter, tol."""
     if accelerate not in ACCELERATORS:
         raise ValueError(
@@ -83,29 +83,31 @@ def check_em_args(accelerate, rank, max_iter, tol, callback, owner: str):
             f"{type(callback).__name__}."
         )
     return (
-        check_int(rank, "rank", owner=owner, low=1),
+        check_int(n_components, "n_components", owner=owner, low=1),
         check_int(max_iter, "max_iter", owner=owner, low=1),
         check_float(tol, "tol", owner=owner, low=0.0),
     )
 
 
-def em_runner(accelerate, rank, max_iter, tol, callback, progressbar, owner: str):
+def em_runner(accelerate, n_components, max_iter, tol, callback, progressbar, owner: str):
     """Checked EM options (:func:`check_em_args`) bound to :func:`run_em`.
 
-    Returns the checked ``rank`` and ``run(kernel, w, a, n_cat)``, the one EM run of
+    Returns the checked ``n_components`` and ``run(kernel, w, a, n_cat)``, the one EM run of
     every driver that builds its own kernel (:func:`fit_em`, ``bayespmf.dask``).
 
     Examples
     --------
     >>> from bayespmf.kernels.em import build_em_kernel
-    >>> rank, run = em_runner(None, 1, 50, 1e-8, None, False, "f")
-    >>> k = build_em_kernel([[0, 0], [1, 1]], [2, 2], rank=1, backend="scipy")
+    >>> n_components, run = em_runner(None, 1, 50, 1e-8, None, False, "f")
+    >>> k = build_em_kernel([[0, 0], [1, 1]], [2, 2], n_components=1, backend="scipy")
     >>> params, info = run(k, np.ones(1), np.full((4, 1), 0.5), [2, 2])
     >>> round(info.loglik, 4)  # 2 rows, each of probability 1/4
     -2.7726
     """
-    rank, max_iter, tol = check_em_args(accelerate, rank, max_iter, tol, callback, owner)
-    return rank, functools.partial(
+    n_components, max_iter, tol = check_em_args(
+        accelerate, n_components, max_iter, tol, callback, owner
+    )
+    return n_components, functools.partial(
         run_em,
         accelerate=accelerate,
         max_iter=max_iter,
@@ -116,10 +118,10 @@ def em_runner(accelerate, rank, max_iter, tol, callback, progressbar, owner: str
     )
 
 
-def em_start(init, n_cat, rank, random_state, owner: str = "fit_em"):
+def em_start(init, n_cat, n_components, random_state, owner: str = "fit_em"):
     """Starting ``(weights, factors_stacked)``: ``init`` checked, or RAND-EM's start."""
     if init is None:
-        start = init_random(n_cat, rank, random_state)
+        start = init_random(n_cat, n_components, random_state)
         return start.weights, np.concatenate(start.factors, axis=0)
     if isinstance(init, LatentClassParams) or (
         isinstance(init, tuple | list) and len(init) == 2
@@ -134,10 +136,10 @@ def em_start(init, n_cat, rank, random_state, owner: str = "fit_em"):
         params = check_params(weights, factors, n_cat)
     except DataValidationError as err:
         raise ValueError(f"The 'init' parameter of {owner} is invalid: {err}") from err
-    if params.weights.size != rank:
+    if params.weights.size != n_components:
         raise ValueError(
             f"The 'init' parameter of {owner} has rank {params.weights.size} but "
-            f"'rank' is {rank}. Pass matching values."
+            f"'n_components' is {n_components}. Pass matching values."
         )
     stacked = np.concatenate(params.factors, axis=0)
     return params.weights / params.weights.sum(), normalize_blocks(
@@ -151,7 +153,7 @@ def em_steps(kernel, n_cat, accelerate=None):
     Examples
     --------
     >>> from bayespmf.kernels.em import build_em_kernel
-    >>> k = build_em_kernel([[0, 0], [1, 1]], [2, 2], rank=1, backend="scipy")
+    >>> k = build_em_kernel([[0, 0], [1, 1]], [2, 2], n_components=1, backend="scipy")
     >>> step = em_steps(k, [2, 2])
     >>> state, info = step(EMState(np.ones(1), np.full((4, 1), 0.5), -np.inf))
     >>> round(info.objective, 4)  # 2 rows, each of probability 1/4
@@ -213,7 +215,7 @@ def run_em(
 
 def fit_em(
     data,
-    rank: int,
+    n_components: int,
     *,
     init=None,
     n_categories=None,
@@ -231,7 +233,7 @@ def fit_em(
     ----------
     data : CategoricalData or array_like of int, shape (S, N)
         ``-1`` marks missing entries (marginalized out).
-    rank : int
+    n_components : int
         Number of latent classes F (>= 1).
     init : LatentClassParams, optional
         Starting point; default a RAND-EM start
@@ -269,7 +271,7 @@ def fit_em(
     Raises
     ------
     ValueError
-        Bad ``rank``, ``max_iter``, ``tol``, ``accelerate`` or ``backend``, an
+        Bad ``n_components``, ``max_iter``, ``tol``, ``accelerate`` or ``backend``, an
         ``init`` of the wrong shape or rank, or invalid data (e.g. a variable that is
         never observed).
 
@@ -286,19 +288,22 @@ def fit_em(
     Examples
     --------
     >>> codes = np.array([[0, 0], [1, 1], [0, 0], [1, 1], [0, -1]])
-    >>> params, info = fit_em(codes, rank=2, random_state=0, max_iter=1000, tol=1e-10)
+    >>> params, info = fit_em(codes, n_components=2, random_state=0, max_iter=1000,
+    ...                       tol=1e-10)
     >>> info.converged, bool(np.all(np.diff(info.loglik_trace) >= -1e-9))
     (True, True)
     """
-    rank, run = em_runner(accelerate, rank, max_iter, tol, callback, progressbar, "fit_em")
+    n_components, run = em_runner(
+        accelerate, n_components, max_iter, tol, callback, progressbar, "fit_em"
+    )
     codes, n_cat = as_codes(data, n_categories)
-    w, a = em_start(init, n_cat, rank, random_state)
-    return run(build_em_kernel(codes, n_cat, rank, backend=backend), w, a, n_cat)
+    w, a = em_start(init, n_cat, n_components, random_state)
+    return run(build_em_kernel(codes, n_cat, n_components, backend=backend), w, a, n_cat)
 
 
 def ad_em(
     data,
-    rank: int,
+    n_components: int,
     *,
     n_categories=None,
     ad_iter: int = DEFAULT_AD_ITER,
@@ -340,7 +345,7 @@ def ad_em(
     DataValidationError
         Malformed data.
     ValueError
-        Malformed ``rank``, ``ad_iter``, ``inner_iter``, ``max_iter`` or ``tol``.
+        Malformed ``n_components``, ``ad_iter``, ``inner_iter``, ``max_iter`` or ``tol``.
 
     Warns
     -----
@@ -375,13 +380,13 @@ def ad_em(
     (True, True)
     """
     owner = "ad_em"
-    rank = check_int(rank, "rank", owner=owner, low=1)
+    n_components = check_int(n_components, "n_components", owner=owner, low=1)
     ad_iter = check_int(ad_iter, "ad_iter", owner=owner, low=0)
     inner_iter = check_int(inner_iter, "inner_iter", owner=owner, low=1)
     max_iter = check_int(max_iter, "max_iter", owner=owner, low=1)
     codes, n_cat = as_codes(data, n_categories)
     rng = check_random_state(random_state)
-    start = init_random(n_cat, rank, rng)
+    start = init_random(n_cat, n_components, rng)
     ad_params, trace = start, np.array([])
     if ad_iter > 0:
 
@@ -403,7 +408,7 @@ def ad_em(
         trace = it.trace
     params, em_info = fit_em(
         codes,
-        rank,
+        n_components,
         init=ad_params,
         n_categories=n_cat,
         max_iter=max_iter,

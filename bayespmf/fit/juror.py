@@ -16,7 +16,7 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.fit.loop import iterate
-from bayespmf.kernels.cnmf import check_rank
+from bayespmf.kernels.cnmf import check_n_components
 from bayespmf.kernels.juror import (
     DEFAULT_RHO_PER_PROJECTION,
     PATIENCE,
@@ -85,7 +85,7 @@ def _run_g2(prob, lam, a, rho, split, g2_max_iter, tol, rng):
     return lam, a, [s.misfit for s in refits]
 
 
-def _cv_rho(stats, codes, rank, split, g2_max_iter, tol, rng):
+def _cv_rho(stats, codes, n_components, split, g2_max_iter, tol, rng):
     """Choose rho by N_RHO_FOLDS-fold cross-validation; see :func:`juror`, Notes.
 
     Folds of the rows when the raw ``codes`` are known, else of the projections.
@@ -100,7 +100,7 @@ def _cv_rho(stats, codes, rank, split, g2_max_iter, tol, rng):
     score = np.zeros(grid.size)
     for train, held_out in folds:
         fit, test = JurorProblem(train), JurorProblem(held_out)
-        lam0, a0, _, _ = juror_g1(fit, rank, rng, split=split)
+        lam0, a0, _, _ = juror_g1(fit, n_components, rng, split=split)
         m_fit = train.projections.n_projections
         for i, c in enumerate(grid):
             lam, a, _ = _run_g2(fit, lam0, a0, c * m_fit, split, g2_max_iter, tol, rng)
@@ -113,7 +113,7 @@ def _cv_rho(stats, codes, rank, split, g2_max_iter, tol, rng):
 
 def juror(
     data_or_stats,
-    rank: int,
+    n_components: int,
     *,
     variant: str = "a",
     n_projections: int | None = None,
@@ -133,7 +133,7 @@ def juror(
         Raw codes (``-1`` for missing; pairwise deletion) from which JUROR draws
         ``n_projections`` random directions per pair and computes the projection PMFs,
         or precomputed :class:`~bayespmf.marginals.ProjectionMarginals`.
-    rank : int
+    n_components : int
         Number of latent classes F, in ``[1, max_cnmf_rank(n_categories)]``
         (CNMF-SPA inside G1/G2 needs a split of the variables with at least F
         categories on each side).
@@ -185,7 +185,7 @@ def juror(
     Raises
     ------
     DataValidationError
-        Malformed data, fewer than two variables, no co-observed pair, or ``rank``
+        Malformed data, fewer than two variables, no co-observed pair, or ``n_components``
         above what the pairwise marginals identify; ``n_projections`` given with
         ProjectionMarginals.
     ValueError
@@ -303,7 +303,7 @@ def juror(
     rng = check_random_state(random_state)
     stats, codes = check_stats(data_or_stats, n_projections, n_bins, rng, owner)
     n_cat = np.asarray(stats.projections.n_categories)
-    rank = check_rank(rank, n_cat, owner)
+    n_components = check_n_components(n_components, n_cat, owner)
     if rho is None:
         rho = DEFAULT_RHO_PER_PROJECTION * stats.projections.n_projections
     if not (isinstance(rho, str) and rho == "cv"):
@@ -315,13 +315,13 @@ def juror(
         rho = check_float(rho, "rho", owner=owner, low=0.0, low_open=True)
     prob = JurorProblem(stats)
 
-    lam, a, pairwise, spa_info = juror_g1(prob, rank, rng)
+    lam, a, pairwise, spa_info = juror_g1(prob, n_components, rng)
     stages = {"G1": LatentClassParams(lam.copy(), split_factors(a, n_cat)), "G2": None}
     g2_trace, rho_cv, cv_over = [], {}, None
     if "G2" in blocks:
         if rho == "cv":
             rho, rho_cv, cv_over = _cv_rho(
-                stats, codes, rank, spa_info["split"], g2_max_iter, tol, rng
+                stats, codes, n_components, spa_info["split"], g2_max_iter, tol, rng
             )
         lam, a, g2_trace = _run_g2(
             prob, lam, a, rho, spa_info["split"], g2_max_iter, tol, rng

@@ -120,18 +120,18 @@ EM_METHODS = ("auto", "em", "squarem", "cnmf-spa-em", "cnmf-spa-squarem")
 WEIGHTED_METHODS = (*EM_METHODS, "cnmf-spa", "cnmf-opt")
 
 
-def check_identifiable_rank(rank, n_categories, owner: str) -> int:
-    """``rank`` as an int, at most :func:`max_identifiable_rank` of ``n_categories``.
+def check_identifiable_rank(n_components, n_categories, owner: str) -> int:
+    """``n_components`` as an int, at most :func:`max_identifiable_rank` of the alphabets.
 
     The check :func:`fit_latent_class` makes (``bayespmf run --check`` makes it too).
 
     Raises
     ------
     ValueError
-        ``rank`` not an int >= 1, or (a ``DataValidationError``) above the limit.
+        ``n_components`` not an int >= 1, or (a ``DataValidationError``) above the limit.
     """
     return check_rank_limit(
-        rank,
+        n_components,
         max_identifiable_rank(n_categories),
         owner=owner,
         why=f"with alphabet sizes {np.asarray(n_categories).tolist()} such a model has "
@@ -160,9 +160,11 @@ def max_identifiable_rank(n_categories) -> int:
     return max(1, math.prod(n_cat) // per_class)
 
 
-def _em_stage(source, rank, init, accelerate, opts, callback):
-    kernel = source.em_kernel(rank, opts["backend"])
-    w, a = em_start(init, source.n_categories, rank, opts["rng"], owner="fit_latent_class")
+def _em_stage(source, n_components, init, accelerate, opts, callback):
+    kernel = source.em_kernel(n_components, opts["backend"])
+    w, a = em_start(
+        init, source.n_categories, n_components, opts["rng"], owner="fit_latent_class"
+    )
     params, info = run_em(
         kernel,
         w,
@@ -180,15 +182,15 @@ def _em_stage(source, rank, init, accelerate, opts, callback):
 
 
 def _run_em_method(accelerate, spectral):
-    def run(source, rank, opts, callback):
+    def run(source, n_components, opts, callback):
         info: dict = {}
         init = None
         if spectral:
             spa, info["cnmf_spa"] = cnmf_spa(
-                source.pairwise_marginals(), rank, random_state=opts["rng"]
+                source.pairwise_marginals(), n_components, random_state=opts["rng"]
             )
             init = floor_params(spa)
-        params, em = _em_stage(source, rank, init, accelerate, opts, callback)
+        params, em = _em_stage(source, n_components, init, accelerate, opts, callback)
         info["em"] = em
         return LatentClassFit(
             params, em.loglik, em.n_iter, em.loglik_trace, em.converged, info
@@ -197,18 +199,20 @@ def _run_em_method(accelerate, spectral):
     return run
 
 
-def _run_cnmf_spa(source, rank, opts, callback):
-    params, spa = cnmf_spa(source.pairwise_marginals(), rank, random_state=opts["rng"])
+def _run_cnmf_spa(source, n_components, opts, callback):
+    params, spa = cnmf_spa(
+        source.pairwise_marginals(), n_components, random_state=opts["rng"]
+    )
     return LatentClassFit(
         floor_params(params), np.nan, 0, np.array([]), True, {"cnmf_spa": spa}
     )
 
 
-def _run_cnmf_opt(source, rank, opts, callback):
+def _run_cnmf_opt(source, n_components, opts, callback):
     # started from CNMF-SPA, as the paper proposes (Sec. 4.2)
     params, info = cnmf_opt(
         source.pairwise_marginals(),
-        rank,
+        n_components,
         init="cnmf-spa",
         max_iter=opts["max_iter"],
         tol=opts["tol"],
@@ -226,14 +230,14 @@ def _run_cnmf_opt(source, rank, opts, callback):
 
 
 def _run_kernel(kernel, extra, stats):
-    def run(source, rank, opts, callback):
+    def run(source, n_components, opts, callback):
         kwargs = dict(extra, random_state=opts["rng"], progressbar=opts["progressbar"])
         if opts["max_iter_given"] is not None:
             kwargs["max_iter"] = opts["max_iter_given"]
         if opts["tol_given"] is not None:
             kwargs["tol"] = opts["tol_given"]
         data = source.triple_marginals() if stats == "triple" else source.categorical()
-        params, info = kernel(data, rank, **kwargs)
+        params, info = kernel(data, n_components, **kwargs)
         em = info.get("em")
         return LatentClassFit(
             params if em is not None else floor_params(params),
@@ -277,7 +281,7 @@ def _check_method(method, owner):
 
 def fit_latent_class(
     data,
-    rank: int,
+    n_components: int,
     method: str = "auto",
     *,
     n_categories=None,
@@ -300,7 +304,7 @@ def fit_latent_class(
         ``-1`` marks missing entries (marginalized out); all-missing rows are ignored.
         A data source (see the module docstring; e.g. ``bayespmf.dask``'s) is used as
         it is.
-    rank : int
+    n_components : int
         Number of latent classes F.
     method : str, default "auto"
         A key of :data:`METHODS`. ``"auto"`` is the maximum-likelihood estimate from
@@ -370,7 +374,7 @@ def fit_latent_class(
     Examples
     --------
     >>> from bayespmf.datasets import make_latent_class
-    >>> data, _ = make_latent_class(1000, [2, 3, 2, 3, 2], rank=2, random_state=0)
+    >>> data, _ = make_latent_class(1000, [2, 3, 2, 3, 2], n_components=2, random_state=0)
     >>> fit = fit_latent_class(data, 2, random_state=0)
     >>> fit.optima[["n_starts"]].to_numpy().ravel().tolist()
     [30]
@@ -386,7 +390,7 @@ def fit_latent_class(
         )
     source = as_source(data, n_categories, sample_weight, owner)
     n_cat = source.n_categories
-    rank = check_identifiable_rank(rank, n_cat, owner)
+    n_components = check_identifiable_rank(n_components, n_cat, owner)
     if callback is not None and not callable(callback):
         raise ValueError(
             f"The 'callback' parameter of {owner} must be callable or None. Got "
@@ -438,11 +442,11 @@ def fit_latent_class(
         "backend": backend,
         "progressbar": bool(progressbar),
     }
-    check_memory(method, source, rank, n_init, owner)
+    check_memory(method, source, n_components, n_init, owner)
     if method == "auto":
         result = multistart(
             source,
-            rank,
+            n_components,
             n_init=n_init,
             init=init,
             max_iter=opts["max_iter"],
@@ -454,7 +458,7 @@ def fit_latent_class(
         )
         warn_optima(result, n_init, owner, scale=source.weight_scale)
     else:
-        result = _REGISTRY[method][0](source, rank, opts, callback)
+        result = _REGISTRY[method][0](source, n_components, opts, callback)
     params = check_params(result.params.weights, result.params.factors, n_cat, atol=1e-6)
     loglik = result.loglik
     if not np.isfinite(loglik) and hasattr(source, "codes"):
@@ -518,7 +522,7 @@ def rescaled_fit(result: LatentClassFit, scale: float, *, loglik_trace: bool):
 def fit_from_starts(
     codes,
     n_categories,
-    rank,
+    n_components,
     starts,
     *,
     sample_weight=None,
@@ -540,7 +544,7 @@ def fit_from_starts(
     fit, caught = call_recording_warnings(
         fit_latent_class,
         codes,
-        rank,
+        n_components,
         n_categories=n_categories,
         init=[tuple(s) for s in starts],
         random_state=random_state,

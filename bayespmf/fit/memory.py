@@ -107,7 +107,12 @@ def format_gib(n_bytes: float) -> str:
 
 
 def memory_estimate(
-    method: str, n_categories, rank: int, *, n_rows: int = 0, n_init: int | None = None
+    method: str,
+    n_categories,
+    n_components: int,
+    *,
+    n_rows: int = 0,
+    n_init: int | None = None,
 ) -> dict[str, int]:
     """Estimated peak bytes of each stage of ``fit_latent_class(method=method)``.
 
@@ -117,7 +122,7 @@ def memory_estimate(
         A key of :data:`METHODS`.
     n_categories : sequence of int
         Alphabet sizes ``I_n``.
-    rank : int
+    n_components : int
     n_rows : int, default 0
         Rows ``S`` of the data (0: leave the row passes out).
     n_init : int, optional
@@ -144,12 +149,14 @@ def memory_estimate(
     n_cat = [int(i) for i in np.asarray(n_categories).ravel()]
     total = sum(n_cat)
     per = MEMORY_PER_ENTRY
-    out = {"EM": per["rows"] * int(n_rows) * len(n_cat) + per["factors"] * total * rank}
+    out = {
+        "EM": per["rows"] * int(n_rows) * len(n_cat) + per["factors"] * total * n_components
+    }
     if method in (*PAIRWISE_METHODS, "auto"):
         out["pairwise marginals"] = per["pairwise"] * total**2
     if method == "auto":
         starts = defaults.DEFAULT_N_INIT if n_init is None else int(n_init)
-        out["exploration"] = per["explore"] * starts * total * rank
+        out["exploration"] = per["explore"] * starts * total * n_components
     if method == "ctd":
         e1 = e2 = e3 = 0  # elementary symmetric sums: e3 = sum_{j<k<l} I_j I_k I_l
         for i in n_cat:
@@ -168,7 +175,7 @@ def rows_of(source) -> int:
     return int(codes.shape[0]) if codes is not None else 0
 
 
-def check_memory(method, source, rank, n_init, owner) -> None:
+def check_memory(method, source, n_components, n_init, owner) -> None:
     """Refuse a fit whose required stages cannot fit in the available memory.
 
     ``"auto"``'s CNMF-SPA start and exploration are not required: they are left out
@@ -178,13 +185,15 @@ def check_memory(method, source, rank, n_init, owner) -> None:
     if budget is None:
         return
     n_cat = source.n_categories
-    need = memory_estimate(method, n_cat, rank, n_rows=rows_of(source), n_init=n_init)
+    need = memory_estimate(
+        method, n_cat, n_components, n_rows=rows_of(source), n_init=n_init
+    )
     if method == "auto":
         need = {"EM": need["EM"]}
     stage, required = max(need.items(), key=lambda item: item[1])
     if required <= budget:
         return
-    em_need = memory_estimate("em", n_cat, rank, n_rows=rows_of(source))["EM"]
+    em_need = memory_estimate("em", n_cat, n_components, n_rows=rows_of(source))["EM"]
     total = int(np.sum(n_cat))
     if stage == "EM" or em_need > budget:
         fix = (

@@ -179,8 +179,10 @@ def floor_params(params: LatentClassParams, floor: float = INIT_FLOOR) -> Latent
     return LatentClassParams(w / w.sum(), [a / a.sum(axis=0, keepdims=True) for a in fs])
 
 
-def rows_start(data: CategoricalData, rank: int, random_state=None) -> LatentClassParams:
-    """A start seeded on ``rank`` rows chosen k-means++-style (D^2 sampling).
+def rows_start(
+    data: CategoricalData, n_components: int, random_state=None
+) -> LatentClassParams:
+    """A start seeded on ``n_components`` rows chosen k-means++-style (D^2 sampling).
 
     The first seed row is drawn uniformly; each next one with probability proportional
     to the squared share of disagreeing entries (over the entries both observe) to its
@@ -202,7 +204,7 @@ def rows_start(data: CategoricalData, rank: int, random_state=None) -> LatentCla
     observed = codes >= 0
     seeds = [int(rng.integers(n_rows))]
     dist = np.full(n_rows, np.inf)
-    for _ in range(1, rank):
+    for _ in range(1, n_components):
         s = codes[seeds[-1]]
         both = observed & (s >= 0)
         n_both = both.sum(axis=1)
@@ -221,30 +223,34 @@ def rows_start(data: CategoricalData, rank: int, random_state=None) -> LatentCla
     counts = np.bincount((codes + offsets[:-1])[observed], minlength=int(offsets[-1]))
     counts = counts.astype(float) + 1.0
     freq = counts / np.repeat(np.add.reduceat(counts, offsets[:-1]), n_cat)
-    a = np.repeat(freq[:, None], rank, axis=1)
+    a = np.repeat(freq[:, None], n_components, axis=1)
     for f, r in enumerate(seeds):
         seen = codes[r] >= 0
         rows = np.repeat(seen, n_cat)
         a[rows, f] *= ROW_SEED_SMOOTHING
         a[offsets[:-1][seen] + codes[r][seen], f] += 1.0 - ROW_SEED_SMOOTHING
-    return LatentClassParams(np.full(rank, 1.0 / rank), split_factors(a, n_cat))
+    return LatentClassParams(
+        np.full(n_components, 1.0 / n_components), split_factors(a, n_cat)
+    )
 
 
-def random_starts(rows: CategoricalData, rank: int, n: int, random_state=None) -> list:
+def random_starts(
+    rows: CategoricalData, n_components: int, n: int, random_state=None
+) -> list:
     """``n`` random starts alternating row seeds (:func:`rows_start`) and uniform ones.
 
     Examples
     --------
     >>> from bayespmf.datasets import make_latent_class
-    >>> data, _ = make_latent_class(100, [2, 3], rank=2, random_state=0)
+    >>> data, _ = make_latent_class(100, [2, 3], n_components=2, random_state=0)
     >>> [p.weights.size for p in random_starts(data, 2, 3, random_state=0)]
     [2, 2, 2]
     """
     rng = check_random_state(random_state)
     return [
-        rows_start(rows, rank, rng)
+        rows_start(rows, n_components, rng)
         if k % 2 == 0
-        else init_random(rows.n_categories, rank, rng)
+        else init_random(rows.n_categories, n_components, rng)
         for k in range(n)
     ]
 
@@ -321,10 +327,10 @@ def optima_table(results, labels) -> tuple[pd.DataFrame, list, np.ndarray]:
     return table, [results[r][0] for r in reps], group
 
 
-def _perturbed(anchor: LatentClassParams, n_cat, rank, rng) -> LatentClassParams:
+def _perturbed(anchor: LatentClassParams, n_cat, n_components, rng) -> LatentClassParams:
     """An optimum moved part of the way toward a random start (a basin hop)."""
     eta = rng.uniform(*PERTURB_RANGE)
-    other = init_random(n_cat, rank, rng)
+    other = init_random(n_cat, n_components, rng)
     return LatentClassParams(
         (1 - eta) * anchor.weights + eta * other.weights,
         [
@@ -349,7 +355,7 @@ def _wide_data(n_categories) -> dict | None:
     }
 
 
-def _build_starts(source, rank, n_init, init, rng, anchors=(), wide=None):
+def _build_starts(source, n_components, n_init, init, rng, anchors=(), wide=None):
     """The starts of ``"auto"`` and the kinds of start that could not be made.
 
     ``anchors`` (later rounds): the best optima so far; PERTURB_SHARE of the starts
@@ -365,11 +371,11 @@ def _build_starts(source, rank, n_init, init, rng, anchors=(), wide=None):
     if anchors:
         n_hops = int(PERTURB_SHARE * n_init)
         starts += [
-            ("perturbed", _perturbed(anchors[i % len(anchors)], n_cat, rank, rng))
+            ("perturbed", _perturbed(anchors[i % len(anchors)], n_cat, n_components, rng))
             for i in range(n_hops)
         ]
     if init in ("auto", "more"):
-        need = memory_estimate("cnmf-spa", n_cat, rank)["pairwise marginals"]
+        need = memory_estimate("cnmf-spa", n_cat, n_components)["pairwise marginals"]
         budget = memory.available_memory()  # via the module: one place to patch
         if init == "auto" and budget is not None and need > budget:
             skipped["cnmf-spa"] = (
@@ -388,7 +394,7 @@ def _build_starts(source, rank, n_init, init, rng, anchors=(), wide=None):
             fast = WIDE_CNMF_SPA if wide else {}
             try:
                 spa, _ = cnmf_spa(
-                    source.pairwise_marginals(), rank, random_state=rng, **fast
+                    source.pairwise_marginals(), n_components, random_state=rng, **fast
                 )
                 starts.append(("cnmf-spa", floor_params(spa)))
             except ValueError as err:  # e.g. a rank beyond CNMF-SPA's split bound
@@ -399,13 +405,13 @@ def _build_starts(source, rank, n_init, init, rng, anchors=(), wide=None):
             skipped["rows"] = str(err)
     while len(starts) < n_init:
         if rows is not None and len(starts) % 2 == 0:
-            starts.append(("rows", rows_start(rows, rank, rng)))
+            starts.append(("rows", rows_start(rows, n_components, rng)))
         else:
-            starts.append(("random", init_random(n_cat, rank, rng)))
+            starts.append(("random", init_random(n_cat, n_components, rng)))
     return starts[:n_init], skipped
 
 
-def _explore(source, rank, starts, n_cycles, keep=None):
+def _explore(source, n_components, starts, n_cycles, keep=None):
     """Advance every start by ``n_cycles`` batched SQUAREM-PMF cycles.
 
     Returns the stacked states ``(weights (K, F), factors (P, K, F))`` and each
@@ -424,9 +430,9 @@ def _explore(source, rank, starts, n_cycles, keep=None):
     each batch to the same rule.
     """
     n_cat = source.n_categories
-    kernel = source.em_kernel(rank, "numba")
+    kernel = source.em_kernel(n_components, "numba")
     budget = memory.available_memory()  # via the module: one place to patch
-    per_start = memory_estimate("auto", n_cat, rank, n_init=1)["exploration"]
+    per_start = memory_estimate("auto", n_cat, n_components, n_init=1)["exploration"]
     size = len(starts)
     if budget is not None:
         size = max(1, min(size, budget // per_start))
@@ -524,7 +530,7 @@ def _replicated(logliks, kinds) -> tuple[int, int]:
 
 def multistart(
     source,
-    rank: int,
+    n_components: int,
     *,
     n_init: int | None = None,
     init="auto",
@@ -543,7 +549,7 @@ def multistart(
     ----------
     source : data source
         See :func:`~bayespmf.fit.fit_latent_class`.
-    rank : int
+    n_components : int
     n_init : int, optional
         Number of starts (of each round); default
         :data:`~bayespmf.fit.defaults.DEFAULT_N_INIT`.
@@ -604,7 +610,7 @@ def multistart(
         max_rounds = 1
     n_cat = source.n_categories
     offsets = offsets_of(n_cat)
-    kernel = source.em_kernel(rank, backend)
+    kernel = source.em_kernel(n_components, backend)
     wide = _wide_data(n_cat)
     kinds, explored, refine, results, infos = [], [], [], [], []
     skipped: dict[str, str] = {}
@@ -615,7 +621,7 @@ def multistart(
         if rounds:
             _, anchors, _ = optima_table(results, ["refined"] * len(results))
         starts, skip = _build_starts(
-            source, rank, n_init, round_init, rng, anchors[:N_ANCHORS], wide
+            source, n_components, n_init, round_init, rng, anchors[:N_ANCHORS], wide
         )
         skipped.update(skip)
         offset = len(kinds)
@@ -627,7 +633,11 @@ def multistart(
         explore = getattr(source, "batched", False) and explore_cycles > 0
         if explore and len(starts) > cut:
             w, a, explore_loglik = _explore(
-                source, rank, starts, explore_cycles, keep=None if wide is None else cut
+                source,
+                n_components,
+                starts,
+                explore_cycles,
+                keep=None if wide is None else cut,
             )
             explored.append(explore_loglik)
             chosen = sorted(np.argsort(-explore_loglik, kind="stable")[:cut].tolist())

@@ -119,8 +119,8 @@ class AsymmetricDirichletWarning(UserWarning):
     """VLAD found the k-means cells of unequal mass: the Dirichlet is not symmetric."""
 
 
-def check_alpha(alpha, n_vertices: int, owner: str) -> float | np.ndarray:
-    """A Dirichlet concentration: one positive number, or ``n_vertices`` of them.
+def check_alpha(alpha, n_components: int, owner: str) -> float | np.ndarray:
+    """A Dirichlet concentration: one positive number, or ``n_components`` of them.
 
     A vector whose entries are all equal is returned as its scalar (symmetric).
 
@@ -131,13 +131,13 @@ def check_alpha(alpha, n_vertices: int, owner: str) -> float | np.ndarray:
     """
     if np.ndim(alpha) == 0:
         return check_float(alpha, "alpha", owner=owner, low=0.0, low_open=True)
-    need = f"a positive number or a vector of n_vertices={n_vertices} positive numbers"
+    need = f"a positive number or a vector of n_components={n_components} positive numbers"
     a = float_array(alpha, "alpha", owner, need)
-    if a.ndim != 1 or a.size != n_vertices:
+    if a.ndim != 1 or a.size != n_components:
         raise DataValidationError(
             f"The 'alpha' parameter of {owner} must be a positive number or a vector of "
-            f"n_vertices={n_vertices} positive numbers (one concentration per vertex); "
-            f"got shape {a.shape}. Pass {n_vertices} values or one number."
+            f"n_components={n_components} positive numbers (one concentration per vertex); "
+            f"got shape {a.shape}. Pass {n_components} values or one number."
         )
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
         raise DataValidationError(
@@ -319,13 +319,13 @@ def check_counts(arr, kernel: str, owner: str) -> None:
             )
 
 
-def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray, int]:
+def check_nest_data(X, n_components, kernel: str, owner: str) -> tuple[np.ndarray, int]:
     """Validate data and the number of vertices for a simplex-nest estimator.
 
     Parameters
     ----------
     X : array_like or scipy.sparse matrix (n, D)
-    n_vertices : int
+    n_components : int
     kernel : {"gaussian", "poisson", "multinomial"}
     owner : str
         Name of the caller, for messages.
@@ -334,7 +334,7 @@ def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray,
     -------
     X : ndarray of float64 (n, D), or scipy.sparse.csr_matrix
         A new array (the input is never modified); sparse input stays sparse.
-    n_vertices : int
+    n_components : int
 
     Raises
     ------
@@ -352,10 +352,10 @@ def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray,
     kernel = check_kernel(kernel, owner)
     arr = check_rows(X, owner)
     n, D = arr.shape
-    K = check_int(n_vertices, "n_vertices", owner=owner)
+    K = check_int(n_components, "n_components", owner=owner)
     if K < 2:
         raise DataValidationError(
-            f"The 'n_vertices' parameter of {owner} must be >= 2: a simplex needs at "
+            f"The 'n_components' parameter of {owner} must be >= 2: a simplex needs at "
             f"least two vertices. Got {K}."
         )
     max_k = D if kernel == "multinomial" else D + 1
@@ -367,13 +367,13 @@ def check_nest_data(X, n_vertices, kernel: str, owner: str) -> tuple[np.ndarray,
             else "K points span a (K-1)-simplex only in dimension D >= K - 1"
         )
         raise DataValidationError(
-            f"The 'n_vertices' parameter of {owner} must be <= {max_k} for D={D} "
-            f"features and kernel={kernel!r} ({why}). Got {K}. Lower 'n_vertices'."
+            f"The 'n_components' parameter of {owner} must be <= {max_k} for D={D} "
+            f"features and kernel={kernel!r} ({why}). Got {K}. Lower 'n_components'."
         )
     if n < K:
         raise DataValidationError(
-            f"'X' of {owner} has {n} sample(s) but n_vertices={K}; at least one row per "
-            "vertex is needed. Pass more data or lower 'n_vertices'."
+            f"'X' of {owner} has {n} sample(s) but n_components={K}; at least one row per "
+            "vertex is needed. Pass more data or lower 'n_components'."
         )
     check_counts(arr, kernel, owner)
     return arr, K
@@ -428,7 +428,7 @@ class SimplexNestFit(NamedTuple):
 
 def fit_simplex_nest(
     X,
-    n_vertices: int,
+    n_components: int,
     method: str = "vlad",
     *,
     kernel: str = "gaussian",
@@ -447,7 +447,7 @@ def fit_simplex_nest(
         Real vectors (``kernel="gaussian"``) or counts (``"poisson"``,
         ``"multinomial"``), dense or a SciPy sparse matrix (e.g. a CSR document-term
         matrix: never densified; the results equal the dense path's up to rounding).
-    n_vertices : int
+    n_components : int
         ``K``, the number of vertices.
     method : {"vlad", "gdm", "spa"}, default "vlad"
         Voronoi Latent Admixture (Yurochkin et al. 2019), Geometric Dirichlet Means
@@ -505,7 +505,7 @@ def fit_simplex_nest(
     )
     owner = SIMPLEX_METHODS[method]
     kernel = check_kernel(kernel, owner)
-    arr, K = check_nest_data(X, n_vertices, kernel, owner)
+    arr, K = check_nest_data(X, n_components, kernel, owner)
     if method == "spa":
         if alpha is not None:
             raise DataValidationError(

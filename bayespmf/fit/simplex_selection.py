@@ -2,7 +2,8 @@ r"""Choosing the number of vertices K of a Dirichlet simplex nest by held-out co
 
 The squared distance of held-out rows to a fitted simplex (``score`` of the
 estimators, the paper's Frobenius error) never rises with K: a larger simplex covers
-more. :func:`select_n_vertices` scores *completion* instead, the device of the paper's
+more. :func:`select_simplex_n_components` scores *completion* instead, the device of the
+paper's
 held-out perplexity (document completion, Wallach et al. 2009): K-fold over the rows;
 for each held-out row, the weights :math:`\hat\theta_i` are estimated from a random half
 of its coordinates (the projection onto the fitted simplex restricted to those
@@ -23,7 +24,7 @@ from bayespmf.fit.recorded import call_recording_warnings
 from bayespmf.fit.simplex import check_kernel, check_rows, fit_simplex_nest
 from bayespmf.kernels.vlad_geometry import barycentric_weights, preprocess
 
-__all__ = ["SCORE_CHUNK_ROWS", "completion_error", "select_n_vertices"]
+__all__ = ["SCORE_CHUNK_ROWS", "completion_error", "select_simplex_n_components"]
 
 #: Held-out rows scored at a time: a sparse document-term matrix is made dense this
 #: many rows at a time (never a whole fold).
@@ -74,7 +75,7 @@ def completion_error(Y, vertices, observed) -> np.ndarray:
     return np.mean(resid**2, axis=1)
 
 
-def select_n_vertices(
+def select_simplex_n_components(
     X,
     candidates,
     method: str = "vlad",
@@ -114,13 +115,13 @@ def select_n_vertices(
     Returns
     -------
     table : pandas.DataFrame
-        Indexed by ``n_vertices``: ``completion_mse`` (mean over folds of the mean
+        Indexed by ``n_components``: ``completion_mse`` (mean over folds of the mean
         per-coordinate squared error), ``completion_se`` (its standard error over
         folds), ``heldout_distance2`` (mean squared distance of the held-out rows to
         the fitted simplex: it only falls with K and is shown for contrast),
         ``n_warnings`` (warnings the fits raised, e.g. VLAD's asymmetric-Dirichlet
         warning; they are counted here, not re-raised) and ``chosen`` (bool).
-    n_vertices : int
+    n_components : int
         The K with the smallest ``completion_mse``.
 
     Raises
@@ -134,11 +135,12 @@ def select_n_vertices(
     --------
     >>> from bayespmf.datasets import make_simplex_nest
     >>> X, _ = make_simplex_nest(600, 20, 3, alpha=0.5, sigma=0.05, random_state=0)
-    >>> table, K = select_n_vertices(X, [2, 3, 5], "gdm", n_splits=3, random_state=0)
+    >>> table, K = select_simplex_n_components(X, [2, 3, 5], "gdm", n_splits=3,
+    ...                                        random_state=0)
     >>> K, list(table.columns)[:2]
     (3, ['completion_mse', 'completion_se'])
     """
-    owner = "select_n_vertices"
+    owner = "select_simplex_n_components"
     kernel = check_kernel(kernel, owner)
     arr = check_rows(X, owner)
     try:
@@ -198,7 +200,7 @@ def select_n_vertices(
             "n_warnings": n_warn,
             "chosen": np.arange(len(ks)) == best,
         },
-        index=pd.Index(ks, name="n_vertices"),
+        index=pd.Index(ks, name="n_components"),
     )
     return table, ks[best]
 

@@ -126,14 +126,14 @@ class InMemorySource:
         """The rows themselves (for kernels that need them: JUROR, AD-EM, row seeds)."""
         return CategoricalData(self.codes, self.n_categories)
 
-    def em_kernel(self, rank: int, backend: str = "auto"):
+    def em_kernel(self, n_components: int, backend: str = "auto"):
         """The EM map of these rows (:func:`bayespmf.kernels.em.build_em_kernel`)."""
         if backend in ("auto", "numba"):
             codes, weight = self.patterns()
         else:  # only the numba kernel takes weights; it refuses them otherwise
             codes, weight = self.codes, self.row_weight
         return build_em_kernel(
-            codes, self.n_categories, rank, backend=backend, row_weight=weight
+            codes, self.n_categories, n_components, backend=backend, row_weight=weight
         )
 
 

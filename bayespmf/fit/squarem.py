@@ -281,7 +281,7 @@ def squarem_pmf_steps(em_step, n_categories):
     Examples
     --------
     >>> from bayespmf.kernels.em import build_em_kernel
-    >>> k = build_em_kernel([[0, 0], [1, 1]], [2, 2], rank=1, backend="scipy")
+    >>> k = build_em_kernel([[0, 0], [1, 1]], [2, 2], n_components=1, backend="scipy")
     >>> step = squarem_pmf_steps(k.step, [2, 2])
     >>> state, info = step(EMState(np.ones(1), np.full((4, 1), 0.5), -np.inf))
     >>> round(info.objective, 4), info.n_evals  # 2 rows, each of probability 1/4
@@ -360,7 +360,7 @@ def squarem_pmf(
     --------
     >>> from bayespmf.kernels.em import build_em_kernel, init_random
     >>> codes = np.array([[0, 0, 1], [1, 1, 0], [0, 0, 1], [1, 1, -1], [0, -1, 1]] * 20)
-    >>> k = build_em_kernel(codes, [2, 2, 2], rank=2)
+    >>> k = build_em_kernel(codes, [2, 2, 2], n_components=2)
     >>> start = init_random([2, 2, 2], 2, random_state=0)
     >>> state, info = squarem_pmf(k.step, start.weights, np.concatenate(start.factors),
     ...                           [2, 2, 2], max_iter=500, tol=1e-7)

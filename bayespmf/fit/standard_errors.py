@@ -176,13 +176,13 @@ def _as_params(params, owner: str) -> LatentClassParams:
         raise DataValidationError(f"The 'params' parameter of {owner}: {err}") from err
 
 
-def _simplex_groups(n_cat, rank: int) -> list[np.ndarray]:
+def _simplex_groups(n_cat, n_components: int) -> list[np.ndarray]:
     """Indices in ``theta`` of every simplex: the weights, then each factor column."""
     offsets = offsets_of(n_cat)
-    groups = [np.arange(rank)]
+    groups = [np.arange(n_components)]
     for n in range(len(n_cat)):
         rows = np.arange(offsets[n], offsets[n + 1])
-        groups.extend(rank + rows * rank + f for f in range(rank))
+        groups.extend(n_components + rows * n_components + f for f in range(n_components))
     return groups
 
 
@@ -227,20 +227,22 @@ def _full_scores_and_hessian(codes, weight, params: LatentClassParams, kind: str
     applied by the reduced map). See the Notes of :func:`observed_information`.
     """
     n_cat = [a.shape[0] for a in params.factors]
-    rank = params.weights.size
+    n_components = params.weights.size
     offsets = offsets_of(n_cat)
     a = stack_factors(params.factors)  # (R, F)
     n_rows, n_total = codes.shape[0], int(offsets[-1])
-    n_theta = rank * (1 + n_total)
+    n_theta = n_components * (1 + n_total)
     post = posterior_classes(codes, params.weights, params.factors)  # (S, F)
     inv_w, inv_a = _safe_inverse(params.weights), _safe_inverse(a)
     u = np.zeros((n_rows, n_theta))
-    u[:, :rank] = post * inv_w
-    classes = np.arange(rank)
+    u[:, :n_components] = post * inv_w
+    classes = np.arange(n_components)
     for n in range(len(n_cat)):  # a loop over variables, vectorized over rows
         obs = np.flatnonzero(codes[:, n] >= 0)
         r = offsets[n] + codes[obs, n]
-        u[obs[:, None], rank + r[:, None] * rank + classes] = post[obs] * inv_a[r]
+        u[obs[:, None], n_components + r[:, None] * n_components + classes] = (
+            post[obs] * inv_a[r]
+        )
     if kind == "opg":
         return u, None
     # Second derivatives of the (multilinear) likelihood of a row, over the likelihood:
@@ -250,8 +252,8 @@ def _full_scores_and_hessian(codes, weight, params: LatentClassParams, kind: str
     var_of = np.repeat(np.arange(len(n_cat)), n_cat)
     other_var = var_of[:, None] != var_of[None, :]
     t = np.zeros((n_theta, n_theta))
-    a_idx = rank + np.arange(n_total) * rank
-    for f in range(rank):  # a loop over classes
+    a_idx = n_components + np.arange(n_total) * n_components
+    for f in range(n_components):  # a loop over classes
         wp = weight * post[:, f]
         c = (design.T @ sp.diags(wp) @ design).toarray()  # (R, R) weighted co-counts
         d = np.asarray(design.T @ wp).ravel()
@@ -342,9 +344,9 @@ def observed_information(
             f"{int((~np.isfinite(loglik)).sum())} response pattern(s) of 'data': they "
             "cannot be the estimate of these data. Pass the estimate fitted to 'data'."
         )
-    rank = params.weights.size
+    n_components = params.weights.size
     theta = np.concatenate([params.weights, stack_factors(params.factors).ravel()])
-    free, boundary, m = _reduced_map(theta, _simplex_groups(n_cat_p, rank))
+    free, boundary, m = _reduced_map(theta, _simplex_groups(n_cat_p, n_components))
     u_full, h_full = _full_scores_and_hessian(uniq, counts, params, kind)
     scores = np.asarray(u_full @ m)  # (S_u, K)
     if kind == "opg":
@@ -406,8 +408,10 @@ def _full_covariance(cov_red, problem, m, groups, n_theta):
     return cov, bad_theta
 
 
-def _split_theta(values: np.ndarray, rank: int, n_cat) -> tuple[np.ndarray, list]:
-    return values[:rank].copy(), split_factors(values[rank:].reshape(-1, rank), n_cat)
+def _split_theta(values: np.ndarray, n_components: int, n_cat) -> tuple[np.ndarray, list]:
+    return values[:n_components].copy(), split_factors(
+        values[n_components:].reshape(-1, n_components), n_cat
+    )
 
 
 # ---------------------------------------------------------------------- bootstrap
@@ -444,10 +448,10 @@ def _bootstrap(codes, n_cat, weight, params, n_bootstrap, n_init, rng, progressb
     A resample of the rows is drawn as multinomial counts of each row (vectorized) and
     fitted as row weights, so the EM map runs over the distinct patterns only.
     """
-    rank = params.weights.size
+    n_components = params.weights.size
     n_rows = codes.shape[0]
     data = codes
-    draws = np.empty((n_bootstrap, rank * (1 + int(np.sum(n_cat)))))
+    draws = np.empty((n_bootstrap, n_components * (1 + int(np.sum(n_cat)))))
     n_warn = 0
     rows = CategoricalData(codes, n_cat)
     p_rows = weight / weight.sum()
@@ -457,11 +461,11 @@ def _bootstrap(codes, n_cat, weight, params, n_bootstrap, n_init, rng, progressb
             # Survey weights travel with their rows: a drawn row keeps its weight
             # relative to the others (for unit weights this is plain resampling).
             w = counts * (weight / weight.mean())
-            starts = [params, *random_starts(rows, rank, n_init - 1, rng)]
+            starts = [params, *random_starts(rows, n_components, n_init - 1, rng)]
             fit, unconverged = fit_from_starts(
                 data,
                 n_cat,
-                rank,
+                n_components,
                 starts,
                 sample_weight=w,
                 random_state=rng,
@@ -582,10 +586,10 @@ def standard_errors(
     method = check_choice(method, "method", ("information", "bootstrap"), owner)
     information = check_choice(information, "information", _KINDS, owner)
     params = _as_params(params, owner)
-    rank = params.weights.size
+    n_components = params.weights.size
     n_cat = [a.shape[0] for a in params.factors]
-    groups = _simplex_groups(n_cat, rank)
-    n_theta = rank * (1 + int(np.sum(n_cat)))
+    groups = _simplex_groups(n_cat, n_components)
+    n_theta = n_components * (1 + int(np.sum(n_cat)))
     if method == "bootstrap":
         n_bootstrap = check_int(n_bootstrap, "n_bootstrap", owner=owner, low=2)
         n_init = check_int(n_init, "n_init", owner=owner, low=1)
@@ -608,7 +612,7 @@ def standard_errors(
             )
         cov = np.cov(draws, rowvar=False, ddof=1)
         se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-        w_se, f_se = _split_theta(se, rank, n_cat)
+        w_se, f_se = _split_theta(se, n_components, n_cat)
         empty = np.zeros(0, dtype=np.int64)
         return StandardErrors(
             w_se,
@@ -663,7 +667,7 @@ def standard_errors(
             UserWarning,
             stacklevel=2,
         )
-    w_se, f_se = _split_theta(se, rank, n_cat)
+    w_se, f_se = _split_theta(se, n_components, n_cat)
     return StandardErrors(
         w_se,
         f_se,

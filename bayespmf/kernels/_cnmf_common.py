@@ -20,7 +20,7 @@ __all__ = [
     "OBJECTIVE_FLOOR",
     "PROB_FLOOR",
     "check_marginals",
-    "check_rank",
+    "check_n_components",
     "expand_pair_weights",
     "max_cnmf_rank",
     "model_joint",
@@ -115,26 +115,27 @@ def max_cnmf_rank(n_categories) -> int:
     return best
 
 
-def check_rank(rank, n_categories, owner: str) -> int:
-    """``rank`` as an int in ``[1, max_cnmf_rank(n_categories)]``.
+def check_n_components(n_components, n_categories, owner: str) -> int:
+    """``n_components`` as an int in ``[1, max_cnmf_rank(n_categories)]``.
 
     Raises
     ------
     ValueError
-        ``rank`` not an int >= 1.
+        ``n_components`` not an int >= 1.
     DataValidationError
-        ``rank`` above what a split of the variables identifies (message names
+        ``n_components`` above what a split of the variables identifies (message names
         ``owner``).
     """
     limit = max_cnmf_rank(n_categories)
     why = (
         f"at most {limit} latent classes are identifiable from the pairwise marginals "
         f"of variables with n_categories={np.asarray(n_categories).tolist()}: CNMF "
-        "needs a split of the variables into S1, S2 with rank <= sum of n_categories "
+        "needs a split of the variables into S1, S2 with n_components <= sum of "
+        "n_categories "
         "over each part (Ibrahim & Fu, eq. (3) and Theorem 3), else the factorization "
         "of the virtual NMF matrix is not unique."
     )
-    return check_rank_limit(rank, limit, owner=owner, why=why)
+    return check_rank_limit(n_components, limit, owner=owner, why=why)
 
 
 # ---------------------------------------------------------------- shared arithmetic

@@ -13,7 +13,7 @@ gathers the names of the three modules that hold the method, one idea each:
   problem (:func:`cnmf_opt_init`) and one sweep (:func:`cnmf_opt_step`);
   ``bayespmf.fit.cnmf.cnmf_opt`` runs the sweeps under the one loop;
 * ``bayespmf.kernels._cnmf_common`` -- what both share: the checks of the marginals
-  and of the rank (:func:`max_cnmf_rank`, :func:`check_rank`), the pair weights and
+  and of the rank (:func:`max_cnmf_rank`, :func:`check_n_components`), the pair weights and
   :func:`pairwise_misfit`.
 
 The references are those of :mod:`bayespmf.kernels.cnmf_spa`.
@@ -25,7 +25,7 @@ from bayespmf.kernels._cnmf_bootstrap import REPLICATE_BATCH_ENTRIES
 from bayespmf.kernels._cnmf_common import (
     OBJECTIVE_FLOOR,
     PROB_FLOOR,
-    check_rank,
+    check_n_components,
     max_cnmf_rank,
     pairwise_misfit,
 )
@@ -64,7 +64,7 @@ __all__ = [
     "CNMFOptProblem",
     "CNMFOptState",
     "check_init_params",
-    "check_rank",
+    "check_n_components",
     "cnmf_opt_init",
     "cnmf_opt_mm_map",
     "cnmf_opt_mm_step",

@@ -30,7 +30,7 @@ from bayespmf._validation import DataValidationError, check_random_state
 from bayespmf.kernels._cnmf_common import (
     PROB_FLOOR,
     check_marginals,
-    check_rank,
+    check_n_components,
     expand_pair_weights,
     normalize_columns,
     observed_pairs,
@@ -115,13 +115,15 @@ def _interior(p: np.ndarray) -> np.ndarray:
     return (1.0 - INIT_SMOOTHING) * p + INIT_SMOOTHING / p.shape[0]
 
 
-def check_init_params(init, n_categories, rank: int, owner: str) -> LatentClassParams:
+def check_init_params(
+    init, n_categories, n_components: int, owner: str
+) -> LatentClassParams:
     """A given starting point ``(weights, factors)`` checked against the data and rank.
 
     Raises
     ------
     DataValidationError
-        ``init`` not a pair, factors of the wrong shapes, or not ``rank`` classes.
+        ``init`` not a pair, factors of the wrong shapes, or not ``n_components`` classes.
 
     Examples
     --------
@@ -136,27 +138,30 @@ def check_init_params(init, n_categories, rank: int, owner: str) -> LatentClassP
             f"Got {type(init).__name__}."
         ) from err
     p = check_params(weights, factors, n_categories)
-    if p.weights.size != rank:
+    if p.weights.size != n_components:
         raise DataValidationError(
-            f"The 'init' of {owner} has {p.weights.size} classes but rank={rank}."
+            f"The 'init' of {owner} has {p.weights.size} classes but "
+            f"n_components={n_components}."
         )
     return p
 
 
-def _check_init(init, marginals, rank, rng, owner):
+def _check_init(init, marginals, n_components, rng, owner):
     n_cat = marginals.n_categories
     if init is None or (isinstance(init, str) and init == "random"):
-        factors = [normalize_columns(rng.uniform(size=(int(i), rank))) for i in n_cat]
-        weights = normalize_columns(rng.uniform(size=(rank, 1)))[:, 0]
+        factors = [
+            normalize_columns(rng.uniform(size=(int(i), n_components))) for i in n_cat
+        ]
+        weights = normalize_columns(rng.uniform(size=(n_components, 1)))[:, 0]
         return weights, stack_factors(factors)
     if isinstance(init, str) and init == "cnmf-spa":
-        init, _ = cnmf_spa(marginals, rank, random_state=rng)
+        init, _ = cnmf_spa(marginals, n_components, random_state=rng)
     elif isinstance(init, str):
         raise ValueError(
             f"The 'init' argument of {owner} must be None, 'random', 'cnmf-spa' or a "
             f"LatentClassParams / (weights, factors) pair. Got {init!r}."
         )
-    p = check_init_params(init, n_cat, rank, owner)
+    p = check_init_params(init, n_cat, n_components, owner)
     stacked = np.concatenate([_interior(a) for a in p.factors])
     return _interior(p.weights[:, None])[:, 0], stacked
 
@@ -240,7 +245,7 @@ class CNMFOptInfo(NamedTuple):
 
 def cnmf_opt_init(
     marginals,
-    rank: int,
+    n_components: int,
     *,
     init=None,
     pair_weighting: str = "uniform",
@@ -275,11 +280,11 @@ def cnmf_opt_init(
     """
     m = check_marginals(marginals, owner)
     n_cat = m.n_categories
-    rank = check_rank(rank, n_cat, owner)
+    n_components = check_n_components(n_components, n_cat, owner)
     observed = observed_pairs(m, min_count, owner)
     wt = expand_pair_weights(pair_weight_matrix(m, observed, pair_weighting), n_cat) / 2
     rng = check_random_state(random_state)
-    lam, a = _check_init(init, m, rank, rng, owner)
+    lam, a = _check_init(init, m, n_components, rng, owner)
     x = np.ascontiguousarray(m.joint, dtype=np.float64)
     wt = np.ascontiguousarray(wt)
     log_x = np.log(x, out=np.zeros_like(x), where=x > 0)

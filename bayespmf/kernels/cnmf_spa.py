@@ -32,7 +32,7 @@ from bayespmf.kernels._cnmf_bootstrap import draw_replicate, replicate_base, rep
 from bayespmf.kernels._cnmf_common import (
     OBJECTIVE_FLOOR,
     check_marginals,
-    check_rank,
+    check_n_components,
     expand_pair_weights,
     model_joint,
     normalize_blocks,
@@ -251,7 +251,16 @@ def _ridge_solver(solve, ridge: float):
 
 
 def _spa_on_split(
-    joint, offsets, n_cat, rank, s1, s2, observed, batched=False, ridge=0.0, prior="ls"
+    joint,
+    offsets,
+    n_cat,
+    n_components,
+    s1,
+    s2,
+    observed,
+    batched=False,
+    ridge=0.0,
+    prior="ls",
 ):
     """Alg. 2 for one split; returns (weights, stacked factors, detail) or a reason.
 
@@ -266,14 +275,14 @@ def _spa_on_split(
     rest = outside + rest
     i1 = int(n_cat[list(s1)].sum()) if s1 else 0
     i2 = int(n_cat[list(s2)].sum()) if s2 else 0
-    if rank > min(i1, i2):
+    if n_components > min(i1, i2):
         return (
-            f"split {s1} | {s2}: rank {rank} > min(sum I over S1, sum I over S2) = "
+            f"split {s1} | {s2}: rank {n_components} > min(sum I over S1, sum I over S2) = "
             f"{min(i1, i2)} after dropping variables {rest} with unobserved cross pairs"
         )
     rows, cols = _rows(offsets, s1), _rows(offsets, s2)
     x = joint[np.ix_(rows, cols)]  # the virtual NMF matrix, eq. (3) / Alg. 2 line 3
-    anchors = spa(x, rank)  # line 4
+    anchors = spa(x, n_components)  # line 4
     factors = {}
     w_hat = x[:, anchors]
     factors.update(zip(s1, normalize_blocks(w_hat, n_cat[list(s1)])))  # lines 6-10
@@ -299,7 +308,9 @@ def _spa_on_split(
         if not known:
             unidentified.append(v)
             pmf = joint[offsets[v] : offsets[v + 1], offsets[v] : offsets[v + 1]]
-            factors[v] = normalize_columns(np.repeat(np.diag(pmf)[:, None], rank, 1))
+            factors[v] = normalize_columns(
+                np.repeat(np.diag(pmf)[:, None], n_components, 1)
+            )
             continue
         g = np.concatenate([factors[r] * lam for r in known])
         y = joint[np.ix_(_rows(offsets, known), _rows(offsets, [v]))]
@@ -352,11 +363,11 @@ def _misfit_factored(wj, c0, pair_w, offsets, lam, stacked) -> float:
     Equal to the direct sum up to rounding (relative ~1e-14 of ``c0``):
     ``cnmf_spa(batched=True)`` only.
     """
-    rank = lam.size
+    n_components = lam.size
     cross = float(np.sum(stacked * (wj @ (stacked * lam))))
     prod = (stacked[:, :, None] * stacked[:, None, :]).reshape(stacked.shape[0], -1)
     sums = np.add.reduceat(prod, offsets[:-1], axis=0)  # (N, F * F)
-    scale = np.outer(lam, lam).reshape(rank * rank)
+    scale = np.outer(lam, lam).reshape(n_components * n_components)
     model_sq = float(np.sum((pair_w @ sums) * sums * scale)) / 2.0
     return max(c0 - 2.0 * cross + model_sq, 0.0)
 
@@ -369,13 +380,13 @@ def _param_error(weights, stacked, ref_weights, ref_stacked, n_vars: int) -> flo
     matched on the stacked factors as :func:`bayespmf.metrics.factor_mse` does.
     """
     _, perm = linear_sum_assignment(-(ref_stacked.T @ stacked))
-    rank = weights.size
-    err_a = np.sum((stacked[:, perm] - ref_stacked) ** 2) / (n_vars * rank)
+    n_components = weights.size
+    err_a = np.sum((stacked[:, perm] - ref_stacked) ** 2) / (n_vars * n_components)
     return float(err_a + np.sum((weights[perm] - ref_weights) ** 2))
 
 
 def _bootstrap_select(
-    fits, m, rank, observed, n_boot, rng, batched=False, ridge=0.0, prior="ls"
+    fits, m, n_components, observed, n_boot, rng, batched=False, ridge=0.0, prior="ls"
 ):
     """Parametric-bootstrap error of every split in ``fits`` (see cnmf_spa, Notes).
 
@@ -394,7 +405,7 @@ def _bootstrap_select(
         draw_replicate(x, plan, rng)
         for cand in fits:
             out = _spa_on_split(
-                x, offsets, n_cat, rank, *cand, observed, batched, ridge, prior
+                x, offsets, n_cat, n_components, *cand, observed, batched, ridge, prior
             )
             if isinstance(out, str):  # cannot happen: the split held on the data
                 err[cand] = np.inf
@@ -405,7 +416,7 @@ def _bootstrap_select(
 
 def cnmf_spa(
     marginals,
-    rank: int,
+    n_components: int,
     *,
     split=None,
     selection: str = "bootstrap",
@@ -423,7 +434,7 @@ def cnmf_spa(
     ----------
     marginals : PairwiseMarginals
         Empirical or population pairwise marginals of N >= 2 variables.
-    rank : int
+    n_components : int
         Number of latent classes F, in ``[1, max_cnmf_rank(n_categories)]``.
     split : (sequence of int, sequence of int), optional
         The split ``(S1, S2)`` of Alg. 2, line 2 (``S2`` holds the anchor categories,
@@ -483,7 +494,7 @@ def cnmf_spa(
     ------
     DataValidationError
         ``marginals`` not a PairwiseMarginals, fewer than two variables, no observed
-        pair, ``rank`` above what any split can identify, or no split usable.
+        pair, ``n_components`` above what any split can identify, or no split usable.
     ValueError
         ``rank < 1`` or another malformed integer argument.
 
@@ -576,7 +587,7 @@ def cnmf_spa(
     owner = "cnmf_spa"
     m = check_marginals(marginals, owner)
     n_cat = m.n_categories
-    rank = check_rank(rank, n_cat, owner)
+    n_components = check_n_components(n_components, n_cat, owner)
     selection = check_choice(selection, "selection", SELECTIONS, owner)
     n_splits = check_int(n_splits, "n_splits", owner=owner, low=0)
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", owner=owner, low=1)
@@ -603,7 +614,7 @@ def cnmf_spa(
         c0 = float(np.vdot(wj, joint))
     for cand in candidates:
         out = _spa_on_split(
-            joint, offsets, n_cat, rank, *cand, observed, batched, ridge, prior
+            joint, offsets, n_cat, n_components, *cand, observed, batched, ridge, prior
         )
         if isinstance(out, str):
             tried.append((cand, out))
@@ -618,8 +629,10 @@ def cnmf_spa(
     if not fits:
         reasons = "; ".join(reason for _, reason in tried)
         raise DataValidationError(
-            f"No split of the variables supports rank {rank} in {owner}: {reasons}. "
-            "Lower 'rank', lower 'min_count', or pass a 'split' whose cross pairs are "
+            f"No split of the variables supports n_components={n_components} in {owner}: "
+            f"{reasons}. "
+            "Lower 'n_components', lower 'min_count', or pass a 'split' whose cross pairs "
+            "are "
             "all observed."
         )
     best = min(fits, key=lambda c: fits[c][0])  # the first of ties
@@ -634,7 +647,7 @@ def cnmf_spa(
         boot = _bootstrap_select(
             shortlist,
             m,
-            rank,
+            n_components,
             observed,
             n_bootstrap,
             rng,

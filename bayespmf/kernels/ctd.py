@@ -79,15 +79,15 @@ def _check_triples(triple_marginals, owner) -> tuple[TripleMarginals, list]:
     return triple_marginals, used
 
 
-def _check_init(init, n_cat, rank, rng, owner):
+def _check_init(init, n_cat, n_components, rng, owner):
     if init is None or (isinstance(init, str) and init == "random"):
-        return init_random(n_cat, rank, rng)
+        return init_random(n_cat, n_components, rng)
     if isinstance(init, str):
         raise ValueError(
             f"The 'init' argument of {owner} must be None, 'random' or a "
             f"LatentClassParams / (weights, factors) pair. Got {init!r}."
         )
-    return check_init_params(init, n_cat, rank, owner)
+    return check_init_params(init, n_cat, n_components, owner)
 
 
 def _model(weights, a, b, c) -> np.ndarray:
@@ -137,9 +137,9 @@ def _admm_simplex(x, dual, gram, mttkrp, n_iter, tol, axis=0):
     :math:`X = \Pi_\Delta(\tilde X - U)`, :math:`U \leftarrow U + X - \tilde X`.
     Returns the updated ``(x, dual)``.
     """
-    rank = gram.shape[0]
-    rho = max(np.trace(gram) / rank, np.finfo(float).tiny)
-    chol = cho_factor(gram + rho * np.eye(rank))
+    n_components = gram.shape[0]
+    rho = max(np.trace(gram) / n_components, np.finfo(float).tiny)
+    chol = cho_factor(gram + rho * np.eye(n_components))
     for _ in range(n_iter):
         x_old = x
         aux = cho_solve(chol, (mttkrp + rho * (x + dual)).T).T
@@ -208,7 +208,7 @@ def _misfit(problem: CTDProblem, weights, factors) -> float:
 
 
 def ctd_init(
-    triple_marginals, rank: int, *, init=None, random_state=None, owner: str = "ctd"
+    triple_marginals, n_components: int, *, init=None, random_state=None, owner: str = "ctd"
 ) -> tuple[CTDProblem, CTDState]:
     """Validate CTD's inputs; arrange its triples and build the starting state.
 
@@ -235,7 +235,7 @@ def ctd_init(
     (True, [(0, 1, 2), (0, 1, 3)])
     """
     tm, used = _check_triples(triple_marginals, owner)
-    rank = check_int(rank, "rank", owner=owner, low=1)
+    n_components = check_int(n_components, "n_components", owner=owner, low=1)
     n_cat = np.asarray(tm.n_categories)
     n_vars = n_cat.size
     covered = {v for t in used for v in t}
@@ -247,7 +247,7 @@ def ctd_init(
             "triple_marginals(data, triples=...)."
         )
     rng = check_random_state(random_state)
-    start = _check_init(init, n_cat, rank, rng, owner)
+    start = _check_init(init, n_cat, n_components, rng, owner)
     lam = np.array(start.weights, dtype=float)
     factors = [np.array(a, dtype=float) for a in start.factors]
     w_t = 1.0 / len(used)
@@ -262,7 +262,11 @@ def ctd_init(
     problem = CTDProblem(tensors, by_var, w_t, OBJECTIVE_FLOOR * norm_sq, n_cat)
     duals = tuple(np.zeros_like(a) for a in factors)
     state = CTDState(
-        lam, tuple(factors), duals, np.zeros((1, rank)), _misfit(problem, lam, factors)
+        lam,
+        tuple(factors),
+        duals,
+        np.zeros((1, n_components)),
+        _misfit(problem, lam, factors),
     )
     return problem, state
 
@@ -274,11 +278,11 @@ def ctd_step(state: CTDState, problem: CTDProblem) -> tuple[CTDState, CTDInfo]:
     (Notes). ``state`` is not modified.
     """
     lam, w_t, n_cat = state.weights, problem.weight, problem.n_categories
-    rank = lam.size
+    n_components = lam.size
     factors, duals = list(state.factors), list(state.duals)
     for n in range(n_cat.size):
-        gram = np.zeros((rank, rank))
-        mttkrp = np.zeros((int(n_cat[n]), rank))
+        gram = np.zeros((n_components, n_components))
+        mttkrp = np.zeros((int(n_cat[n]), n_components))
         for x, (k, l) in problem.by_var[n]:  # noqa: E741
             ak, al = factors[k], factors[l]
             gram += (ak.T @ ak) * (al.T @ al)
@@ -288,8 +292,8 @@ def ctd_step(state: CTDState, problem: CTDProblem) -> tuple[CTDState, CTDInfo]:
         factors[n], duals[n] = _admm_simplex(
             factors[n], duals[n], gram, mttkrp, ADMM_ITER, ADMM_TOL
         )
-    gram = np.zeros((rank, rank))
-    rhs = np.zeros(rank)
+    gram = np.zeros((n_components, n_components))
+    rhs = np.zeros(n_components)
     for t, x in problem.tensors.items():
         a, b, c = (factors[v] for v in t)
         gram += (a.T @ a) * (b.T @ b) * (c.T @ c)

@@ -343,7 +343,7 @@ def normalize_blocks(stacked: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return stacked / np.repeat(sums, np.diff(offsets), axis=0)
 
 
-def init_random(n_categories, rank: int, random_state=None) -> LatentClassParams:
+def init_random(n_categories, n_components: int, random_state=None) -> LatentClassParams:
     """RAND-EM start: Uniform(0, 1) entries normalized onto the simplex.
 
     Chege et al. (SQUAREM-PMF, Sec. IV-A) start EM this way and show it suffices.
@@ -351,7 +351,7 @@ def init_random(n_categories, rank: int, random_state=None) -> LatentClassParams
     Parameters
     ----------
     n_categories : sequence of int
-    rank : int
+    n_components : int
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -366,10 +366,10 @@ def init_random(n_categories, rank: int, random_state=None) -> LatentClassParams
     """
     rng = check_random_state(random_state)
     n_cat = np.asarray(n_categories, dtype=np.int64)
-    rank = check_int(rank, "rank", owner="init_random", low=1)
+    n_components = check_int(n_components, "n_components", owner="init_random", low=1)
     offsets = offsets_of(n_cat)
-    w = rng.random(rank)
-    a = rng.random((int(offsets[-1]), rank))
+    w = rng.random(n_components)
+    a = rng.random((int(offsets[-1]), n_components))
     return LatentClassParams(
         w / w.sum(), split_factors(normalize_blocks(a, offsets), n_cat)
     )
@@ -458,16 +458,16 @@ class EMKernel:
     Attributes
     ----------
     n_categories : ndarray of int, shape (N,)
-    rank : int
+    n_components : int
     offsets : ndarray of int, shape (N + 1,)
         Row offsets of each variable's block in the stacked factors.
     n_rows : int
         Rows with at least one observed entry (the others are dropped).
     """
 
-    def __init__(self, codes, n_categories, rank, mode=None):
+    def __init__(self, codes, n_categories, n_components, mode=None):
         self.n_categories = np.asarray(n_categories, dtype=np.int64)
-        self.rank = int(rank)
+        self.n_components = int(n_components)
         self.offsets = offsets_of(self.n_categories)
         indptr, indices = observed_csr(codes, self.n_categories, drop_empty=True)
         self.n_rows = int(indptr.size - 1)
@@ -481,7 +481,8 @@ class EMKernel:
         self._block = pytensor.shared(block.astype(np.int64), name="block")
         self._indicator = pytensor.shared(indicator, name="block_indicator")
         self._weight_denominator = pytensor.shared(
-            np.float64(self.n_rows + self.rank * COUNT_FLOOR), name="weight_denominator"
+            np.float64(self.n_rows + self.n_components * COUNT_FLOOR),
+            name="weight_denominator",
         )
         self._step_fn = self._compile_step()
         self._loglik_fn = None
@@ -503,7 +504,7 @@ class EMKernel:
 
     def _check(self, weights, factors_stacked):
         return check_step_args(
-            weights, factors_stacked, self.offsets, self.rank, "EMKernel"
+            weights, factors_stacked, self.offsets, self.n_components, "EMKernel"
         )
 
     def step(self, weights, factors_stacked):
@@ -540,9 +541,9 @@ class SparseEMKernel:
     compile. The one-hot design is built once.
     """
 
-    def __init__(self, codes, n_categories, rank):
+    def __init__(self, codes, n_categories, n_components):
         self.n_categories = np.asarray(n_categories, dtype=np.int64)
-        self.rank = int(rank)
+        self.n_components = int(n_components)
         self.offsets = offsets_of(self.n_categories)
         self._onehot = one_hot_design(codes, self.n_categories, drop_empty=True)
         self._onehot_t = self._onehot.T.tocsr()
@@ -551,14 +552,14 @@ class SparseEMKernel:
     def step(self, weights, factors_stacked):
         """Apply the EM map once: ``(weights, factors_stacked, loglik_of_input)``."""
         w, a = check_step_args(
-            weights, factors_stacked, self.offsets, self.rank, "SparseEMKernel"
+            weights, factors_stacked, self.offsets, self.n_components, "SparseEMKernel"
         )
         return sparse_em_step(self._onehot, self.offsets, w, a, onehot_t=self._onehot_t)
 
     def loglik(self, weights, factors_stacked) -> float:
         """Log-likelihood of ``(weights, factors_stacked)``."""
         w, a = check_step_args(
-            weights, factors_stacked, self.offsets, self.rank, "SparseEMKernel"
+            weights, factors_stacked, self.offsets, self.n_components, "SparseEMKernel"
         )
         with np.errstate(divide="ignore"):
             lj = self._onehot @ np.log(a) + np.log(w)
@@ -578,7 +579,7 @@ class NumbaEMKernel:
 
     Examples
     --------
-    >>> k = NumbaEMKernel(np.array([[0, 1], [1, -1]]), [2, 2], rank=2)
+    >>> k = NumbaEMKernel(np.array([[0, 1], [1, -1]]), [2, 2], n_components=2)
     >>> a = np.array([[0.9, 0.2], [0.1, 0.8], [0.5, 0.5], [0.5, 0.5]])
     >>> w, A, ll = k.step([0.5, 0.5], a)
     >>> round(ll, 4), w.round(3)
@@ -588,9 +589,9 @@ class NumbaEMKernel:
     ([-2.0895, -2.0895, -2.0895], (4, 3, 2))
     """
 
-    def __init__(self, codes, n_categories, rank, row_weight=None):
+    def __init__(self, codes, n_categories, n_components, row_weight=None):
         self.n_categories = np.asarray(n_categories, dtype=np.int64)
-        self.rank = int(rank)
+        self.n_components = int(n_components)
         self.offsets = offsets_of(self.n_categories)
         codes = np.asarray(codes)
         keep = (codes >= 0).any(axis=1)
@@ -617,7 +618,7 @@ class NumbaEMKernel:
         sums = np.add.reduceat(counts, self.offsets[:-1], axis=0)
         a_new = counts / np.repeat(sums, np.diff(self.offsets), axis=0)
         w_new = (totals.reshape(w.shape) + COUNT_FLOOR) / (
-            self._total_weight + self.rank * COUNT_FLOOR
+            self._total_weight + self.n_components * COUNT_FLOOR
         )
         return w_new, a_new, loglik
 
@@ -628,14 +629,14 @@ class NumbaEMKernel:
         """
         w = np.asarray(weights, dtype=np.float64)
         if w.ndim == 1:
-            w, a = check_step_args(weights, factors, self.offsets, self.rank, "EM")
+            w, a = check_step_args(weights, factors, self.offsets, self.n_components, "EM")
             w_new, a_new, ll = self._run(w[None, :], a[:, None, :])
             return w_new[0], a_new[:, 0], float(ll[0])
         a = np.asarray(factors, dtype=np.float64)
-        want = (int(self.offsets[-1]), w.shape[0], self.rank)
-        if w.shape[1] != self.rank or a.shape != want:
+        want = (int(self.offsets[-1]), w.shape[0], self.n_components)
+        if w.shape[1] != self.n_components or a.shape != want:
             raise ValueError(
-                f"NumbaEMKernel.step expects weights (K, {self.rank}) and factors "
+                f"NumbaEMKernel.step expects weights (K, {self.n_components}) and factors "
                 f"{want}; got {w.shape} and {a.shape}."
             )
         return self._run(w, a)
@@ -648,13 +649,13 @@ class NumbaEMKernel:
 def build_em_kernel(
     data,
     n_categories=None,
-    rank: int = 1,
+    n_components: int = 1,
     *,
     backend: str = "auto",
     row_weight=None,
     mode=None,
 ):
-    """The EM map of the latent-class PMF for ``data`` and ``rank``, built once.
+    """The EM map of the latent-class PMF for ``data`` and ``n_components``, built once.
 
     Parameters
     ----------
@@ -662,7 +663,7 @@ def build_em_kernel(
         ``-1`` marks missing entries.
     n_categories : sequence of int, optional
         Inferred from ``data`` when omitted.
-    rank : int
+    n_components : int
         Number of latent classes F (>= 1).
     backend : {"auto", "numba", "pytensor", "scipy"}, default "auto"
         ``"numba"`` (and ``"auto"``): one cached numba loop over the rows
@@ -687,7 +688,7 @@ def build_em_kernel(
     Raises
     ------
     ValueError
-        If ``rank`` < 1, ``backend`` is unknown or the data are invalid
+        If ``n_components`` < 1, ``backend`` is unknown or the data are invalid
         (``DataValidationError``), including a variable that is never observed.
 
     Notes
@@ -699,13 +700,14 @@ def build_em_kernel(
 
     Examples
     --------
-    >>> kernel = build_em_kernel([[0, 1], [1, -1]], [2, 2], rank=2, backend="pytensor")
+    >>> kernel = build_em_kernel([[0, 1], [1, -1]], [2, 2], n_components=2,
+    ...                          backend="pytensor")
     >>> w, A, ll = kernel.step([0.5, 0.5],
     ...                        np.array([[0.9, 0.2], [0.1, 0.8], [0.5, 0.5], [0.5, 0.5]]))
     >>> round(ll, 4), w.round(3)
     (-2.0895, array([0.465, 0.535]))
     """
-    rank = check_int(rank, "rank", owner="build_em_kernel", low=1)
+    n_components = check_int(n_components, "n_components", owner="build_em_kernel", low=1)
     if backend not in BACKENDS:
         raise ValueError(
             f"The 'backend' parameter of build_em_kernel must be one of {list(BACKENDS)}."
@@ -713,25 +715,26 @@ def build_em_kernel(
         )
     codes, n_cat = as_codes(data, n_categories)
     if backend in ("auto", "numba"):
-        return NumbaEMKernel(codes, n_cat, rank, row_weight=row_weight)
+        return NumbaEMKernel(codes, n_cat, n_components, row_weight=row_weight)
     if row_weight is not None:
         raise ValueError(
             f"build_em_kernel: row weights need backend='numba' (or 'auto'); got "
             f"backend={backend!r}."
         )
     if backend == "scipy":
-        return SparseEMKernel(codes, n_cat, rank)
-    return EMKernel(codes, n_cat, rank, mode=mode)
+        return SparseEMKernel(codes, n_cat, n_components)
+    return EMKernel(codes, n_cat, n_components, mode=mode)
 
 
-def check_step_args(weights, factors_stacked, offsets, rank: int, owner: str):
+def check_step_args(weights, factors_stacked, offsets, n_components: int, owner: str):
     """Contiguous float64 copies of a kernel's inputs, with their shapes checked."""
     w = np.ascontiguousarray(weights, dtype=np.float64)
     a = np.ascontiguousarray(factors_stacked, dtype=np.float64)
-    want = (int(offsets[-1]), rank)
-    if w.shape != (rank,) or a.shape != want:
+    want = (int(offsets[-1]), n_components)
+    if w.shape != (n_components,) or a.shape != want:
         raise ValueError(
-            f"{owner} expects weights of shape ({rank},) and factors_stacked of shape "
+            f"{owner} expects weights of shape ({n_components},) and factors_stacked of "
+            f"shape "
             f"{want}; got {w.shape} and {a.shape}."
         )
     return w, a

@@ -97,21 +97,21 @@ def _estep_blocks(
 ):
     n_rows = indptr.size - 1
     n_col = log_a.shape[1]
-    rank = n_col // n_blocks
+    n_components = n_col // n_blocks
     buf = np.empty(n_col)
     for s in range(n_rows):
         row_log_joint(log_w, log_a, indptr, indices, s, buf)
         ws = row_weight[s]
         for b in range(n_blocks):
-            lo = b * rank
+            lo = b * n_components
             m = buf[lo]
-            for f in range(lo + 1, lo + rank):
+            for f in range(lo + 1, lo + n_components):
                 if buf[f] > m:
                     m = buf[f]
             if not math.isfinite(m):
                 m = 0.0
             z = 0.0
-            for f in range(lo, lo + rank):
+            for f in range(lo, lo + n_components):
                 buf[f] = math.exp(buf[f] - m)
                 z += buf[f]
             if z > 0.0 and math.isfinite(z):
@@ -120,7 +120,7 @@ def _estep_blocks(
             else:  # the row is impossible under this start (a zero it needs)
                 loglik[b] = -math.inf
                 scale = 0.0
-            for f in range(lo, lo + rank):
+            for f in range(lo, lo + n_components):
                 buf[f] *= scale
         for c in range(n_col):
             totals[c] += buf[c]
@@ -177,11 +177,11 @@ def estep_blocks(log_w, log_a, indptr, indices, row_weight, n_blocks: int):
             log_w, log_a, indptr, indices, row_weight, n_blocks, counts, totals, loglik
         )
         return counts, totals, loglik
-    rank = log_a.shape[1] // n_blocks
+    n_components = log_a.shape[1] // n_blocks
     cuts = np.linspace(0, n_blocks, workers + 1).astype(int)
 
     def group(g):
-        lo, hi = cuts[g] * rank, cuts[g + 1] * rank
+        lo, hi = cuts[g] * n_components, cuts[g + 1] * n_components
         part = np.ascontiguousarray(log_a[:, lo:hi])
         c = np.zeros_like(part)
         t = np.zeros(hi - lo)
@@ -196,43 +196,43 @@ def estep_blocks(log_w, log_a, indptr, indices, row_weight, n_blocks: int):
 @numba.njit(cache=True, nogil=True)
 def estep_stats(log_w, log_a, indptr, indices, with_counts):  # pragma: no cover - numba
     """:class:`bayespmf.kernels.em.EStepStats` in numba: the loop of its C code."""
-    n_stack, rank = log_a.shape
+    n_stack, n_components = log_a.shape
     n_rows = indptr.size - 1
-    if log_w.size != rank:
+    if log_w.size != n_components:
         raise ValueError("EStepStats: log_weights and log_factors disagree on the rank F.")
     if n_rows < 0 or indptr[0] != 0 or indptr[n_rows] > indices.size:
         raise ValueError("EStepStats: indptr is inconsistent.")
-    counts = np.zeros((n_stack, rank) if with_counts else (0, rank))
-    totals = np.zeros(rank)
-    buf = np.empty(rank)
+    counts = np.zeros((n_stack, n_components) if with_counts else (0, n_components))
+    totals = np.zeros(n_components)
+    buf = np.empty(n_components)
     total = 0.0
     for s in range(n_rows):
-        for f in range(rank):
+        for f in range(n_components):
             buf[f] = log_w[f]
         for k in range(indptr[s], indptr[s + 1]):
             j = indices[k]
             if j < 0 or j >= n_stack:
                 raise IndexError("EStepStats: index out of range.")
-            for f in range(rank):
+            for f in range(n_components):
                 buf[f] += log_a[j, f]
         m = buf[0]
-        for f in range(1, rank):
+        for f in range(1, n_components):
             if buf[f] > m:
                 m = buf[f]
         if not math.isfinite(m):
             m = 0.0
         z = 0.0
-        for f in range(rank):
+        for f in range(n_components):
             buf[f] = math.exp(buf[f] - m)
             z += buf[f]
         total += math.log(z) + m
         if with_counts:
-            for f in range(rank):
+            for f in range(n_components):
                 buf[f] /= z
                 totals[f] += buf[f]
             for k in range(indptr[s], indptr[s + 1]):
                 j = indices[k]
-                for f in range(rank):
+                for f in range(n_components):
                     counts[j, f] += buf[f]
     return counts, totals, np.asarray(total)
 

@@ -158,7 +158,7 @@ def _gamma_from_centroids(v: np.ndarray) -> float:
 
 def compute_extension_parameter(
     alpha: float,
-    n_vertices: int,
+    n_components: int,
     *,
     n_draws: int = FALLBACK_N_DRAWS,
     n_init: int = 1,
@@ -170,7 +170,7 @@ def compute_extension_parameter(
     Parameters
     ----------
     alpha : float
-    n_vertices : int
+    n_components : int
         ``K``.
     n_draws : int
         Monte Carlo sample size ``m``.
@@ -194,7 +194,7 @@ def compute_extension_parameter(
     2.0
     """
     rng = check_random_state(random_state)
-    K = int(n_vertices)
+    K = int(n_components)
     if uniforms is None:
         uniforms = (rng.random((n_draws, K)), rng.random((n_draws, K)))
     theta = dirichlet_common_draws(float(alpha), *uniforms)
@@ -215,14 +215,14 @@ def _interpolators() -> tuple:
     return tuple(PchipInterpolator(x, np.log(g)) for g in tab.gamma)
 
 
-def extension_parameter(alpha, n_vertices: int, *, random_state=None):
-    r""":math:`\gamma(\alpha)` for ``K = n_vertices``: interpolated from the table.
+def extension_parameter(alpha, n_components: int, *, random_state=None):
+    r""":math:`\gamma(\alpha)` for ``K = n_components``: interpolated from the table.
 
     Parameters
     ----------
     alpha : float or array_like
         Dirichlet concentration(s), > 0.
-    n_vertices : int
+    n_components : int
         ``K``.
     random_state : None, int or Generator
         Seeds the on-the-fly computation (only used outside the table).
@@ -245,7 +245,7 @@ def extension_parameter(alpha, n_vertices: int, *, random_state=None):
     """
     tab = load_extension_table()
     a = np.asarray(alpha, dtype=float)
-    K = int(n_vertices)
+    K = int(n_components)
     out = np.empty(a.shape)
     flat_a, flat_out = a.reshape(-1), out.reshape(-1)
     lo, hi = tab.alpha_grid[0], tab.alpha_grid[-1]
@@ -278,7 +278,7 @@ def _fallback_curve(K: int, seed: int) -> PchipInterpolator:
     return PchipInterpolator(np.log(grid), np.log(g))
 
 
-def extension_gamma_fn(n_vertices: int, *, random_state=None):
+def extension_gamma_fn(n_components: int, *, random_state=None):
     r"""A vectorized :math:`\alpha \mapsto \gamma(\alpha)` and its :math:`\alpha` range.
 
     Inside the table this interpolates the shipped values; for ``K`` outside it, a
@@ -297,7 +297,7 @@ def extension_gamma_fn(n_vertices: int, *, random_state=None):
     (3.3, 0.01, 100.0)
     """
     tab = load_extension_table()
-    K = int(n_vertices)
+    K = int(n_components)
     rng_range = (float(tab.alpha_grid[0]), float(tab.alpha_grid[-1]))
     k_pos = np.flatnonzero(tab.k_values == K)
     if k_pos.size:

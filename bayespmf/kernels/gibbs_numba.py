@@ -52,24 +52,24 @@ def thread_pool(workers: int, pid: int) -> ThreadPoolExecutor:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def exp_shifted(buf, rank):  # pragma: no cover - numba
+def exp_shifted(buf, n_components):  # pragma: no cover - numba
     """``buf[:rank] = exp(buf - max buf)`` in place; returns their sum.
 
     All 1 where the max is not finite (a row no class can explain).
     """
     m = buf[0]
-    for f in range(1, rank):
+    for f in range(1, n_components):
         if buf[f] > m:
             m = buf[f]
     z = 0.0
-    for f in range(rank):
+    for f in range(n_components):
         buf[f] = math.exp(buf[f] - m) if math.isfinite(m) else 1.0
         z += buf[f]
     return z
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def inverse_cdf(buf, z, rank):  # pragma: no cover - numba
+def inverse_cdf(buf, z, n_components):  # pragma: no cover - numba
     """A class drawn with weights ``buf[:rank]`` (sum ``z``) by one uniform.
 
     The uniform comes from numba's generator, which the caller seeds.
@@ -77,7 +77,7 @@ def inverse_cdf(buf, z, rank):  # pragma: no cover - numba
     u = np.random.random() * z  # noqa: NPY002
     f = 0
     acc = buf[0]
-    while acc < u and f < rank - 1:
+    while acc < u and f < n_components - 1:
         f += 1
         acc += buf[f]
     return f
@@ -89,24 +89,24 @@ def _draw_block(
 ):  # pragma: no cover - numba
     # numba's own generator, one per thread: seeded here, it serves this block only
     np.random.seed(seed)  # noqa: NPY002
-    rank = log_w.size
-    buf = np.empty(rank)
+    n_components = log_w.size
+    buf = np.empty(n_components)
     for s in range(lo, hi):
         row_log_joint(log_w, log_a, indptr, indices, s, buf)
-        z = exp_shifted(buf, rank)
+        z = exp_shifted(buf, n_components)
         c = row_count[s]
         if c == 1:  # one row: inverse CDF of one uniform
-            f = inverse_cdf(buf, z, rank)
+            f = inverse_cdf(buf, z, n_components)
             totals[f] += 1
             for k in range(indptr[s], indptr[s + 1]):
                 counts[indices[k], f] += 1
             continue
         left = c  # a multinomial as sequential binomials
         rest = z
-        for f in range(rank):
+        for f in range(n_components):
             if left == 0:
                 break
-            if f == rank - 1 or rest <= 0.0:
+            if f == n_components - 1 or rest <= 0.0:
                 n_f = left
             else:
                 p = min(1.0, max(0.0, buf[f] / rest))
@@ -167,11 +167,11 @@ def draw_class_counts(
     indices = np.ascontiguousarray(indices, dtype=np.int64)
     row_count = np.ascontiguousarray(row_count, dtype=np.int64)
     n_rows = indptr.size - 1
-    rank = log_w.size
+    n_components = log_w.size
     n_blocks = max(1, -(-n_rows // BLOCK_ROWS))
     seeds = rng.integers(2**31 - 1, size=n_blocks)
-    totals = np.zeros((n_blocks, rank), dtype=np.int64)
-    counts = np.zeros((n_blocks, log_a.shape[0], rank), dtype=np.int64)
+    totals = np.zeros((n_blocks, n_components), dtype=np.int64)
+    counts = np.zeros((n_blocks, log_a.shape[0], n_components), dtype=np.int64)
 
     def run(b):
         lo, hi = b * BLOCK_ROWS, min(n_rows, (b + 1) * BLOCK_ROWS)
@@ -272,13 +272,13 @@ def draw_conjugate(w_alpha, a_alpha, offsets, rng):
     """
     w_alpha = np.asarray(w_alpha, dtype=np.float64)
     a_alpha = np.asarray(a_alpha, dtype=np.float64)
-    rank = w_alpha.size
+    n_components = w_alpha.size
     flat = np.concatenate([w_alpha, a_alpha.ravel()])
     log_g = np.log(rng.gamma(flat + 1.0)) + np.log1p(-rng.random(flat.size)) / flat
-    log_w = log_g[:rank]
+    log_w = log_g[:n_components]
     top = log_w.max()
     log_w = log_w - top - np.log(np.exp(log_w - top).sum())
-    log_a = log_g[rank:].reshape(a_alpha.shape)
+    log_a = log_g[n_components:].reshape(a_alpha.shape)
     starts = np.asarray(offsets[:-1], dtype=np.int64)
     sizes = np.diff(offsets)
     top = np.repeat(np.maximum.reduceat(log_a, starts, axis=0), sizes, axis=0)

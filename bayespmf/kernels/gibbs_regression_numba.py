@@ -29,13 +29,13 @@ __all__ = ["draw_row_class_counts"]
 @numba.njit(cache=True, nogil=True)
 def _draw_rows(log_prior, log_a, indptr, indices, lo, hi, seed, counts):  # pragma: no cover
     np.random.seed(seed)  # noqa: NPY002 - numba's generator, this block only
-    rank = log_prior.shape[1]
-    buf = np.empty(rank)
+    n_components = log_prior.shape[1]
+    buf = np.empty(n_components)
     for s in range(lo, hi):
         if indptr[s] == indptr[s + 1]:
             continue  # nothing observed: its class adds to no count
         row_log_joint(log_prior[s], log_a, indptr, indices, s, buf)
-        f = inverse_cdf(buf, exp_shifted(buf, rank), rank)
+        f = inverse_cdf(buf, exp_shifted(buf, n_components), n_components)
         for k in range(indptr[s], indptr[s + 1]):
             counts[indices[k], f] += 1
 

@@ -438,7 +438,7 @@ def _project_factors(stacked: np.ndarray, weights: np.ndarray, offsets) -> tuple
 
 
 # ------------------------------------------------------------------ G1, G2 and G3
-def juror_g1(prob: JurorProblem, rank: int, random_state=None, split=None):
+def juror_g1(prob: JurorProblem, n_components: int, random_state=None, split=None):
     """G1 (Alg. 1, lines 2-4): least-squares Radon inversion, then CNMF-SPA.
 
     ``split`` fixes CNMF-SPA's split (by default CNMF-SPA chooses it).
@@ -454,7 +454,9 @@ def juror_g1(prob: JurorProblem, rank: int, random_state=None, split=None):
     """
     z = prob.solve(0.0)
     pairwise = _as_pairwise(prob, z)
-    params, spa_info = cnmf_spa(pairwise, rank, split=split, random_state=random_state)
+    params, spa_info = cnmf_spa(
+        pairwise, n_components, split=split, random_state=random_state
+    )
     return params.weights, stack_factors(params.factors), pairwise, spa_info
 
 

@@ -49,14 +49,14 @@ def rows_loglik(codes, offsets, n_cat, log_prior, log_a):  # pragma: no cover - 
     True
     """
     n_rows, n_var = codes.shape
-    rank = log_a.shape[1]
+    n_components = log_a.shape[1]
     shared = log_prior.shape[0] == 1
     loglik = np.empty(n_rows)
-    resp = np.zeros((n_rows, rank))
-    buf = np.empty(rank)
+    resp = np.zeros((n_rows, n_components))
+    buf = np.empty(n_components)
     for s in range(n_rows):
         p = 0 if shared else s
-        for f in range(rank):
+        for f in range(n_components):
             buf[f] = log_prior[p, f]
         valid = True
         for n in range(n_var):
@@ -67,21 +67,21 @@ def rows_loglik(codes, offsets, n_cat, log_prior, log_a):  # pragma: no cover - 
                 valid = False
                 break
             j = offsets[n] + c
-            for f in range(rank):
+            for f in range(n_components):
                 buf[f] += log_a[j, f]
         m = -math.inf
-        for f in range(rank):
+        for f in range(n_components):
             if buf[f] > m:
                 m = buf[f]
         if not valid or not m > -math.inf:
             loglik[s] = -math.inf
             continue
         z = 0.0
-        for f in range(rank):
+        for f in range(n_components):
             buf[f] = math.exp(buf[f] - m)
             z += buf[f]
         loglik[s] = m + math.log(z)
-        for f in range(rank):
+        for f in range(n_components):
             resp[s, f] = buf[f] / z
     return loglik, resp
 
@@ -94,8 +94,8 @@ def rows_loglik_grad(codes, offsets, n_cat, resp, g, n_stacked):  # pragma: no c
     therefore add nothing); ``n_stacked`` is ``P = sum_n I_n``.
     """
     n_rows, n_var = codes.shape
-    rank = resp.shape[1]
-    out = np.zeros((n_stacked, rank))
+    n_components = resp.shape[1]
+    out = np.zeros((n_stacked, n_components))
     for s in range(n_rows):
         gs = g[s]
         if gs == 0.0:
@@ -105,6 +105,6 @@ def rows_loglik_grad(codes, offsets, n_cat, resp, g, n_stacked):  # pragma: no c
             if c < 0 or c >= n_cat[n]:  # missing, or an impossible row (resp 0)
                 continue
             j = offsets[n] + c
-            for f in range(rank):
+            for f in range(n_components):
                 out[j, f] += gs * resp[s, f]
     return out

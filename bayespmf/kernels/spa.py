@@ -1,6 +1,6 @@
 """Successive projection algorithm (SPA) for separable NMF, compiled and NumPy versions.
 
-SPA (Gillis & Vavasis 2014; Araújo et al. 2001) picks ``rank`` columns of a
+SPA (Gillis & Vavasis 2014; Araújo et al. 2001) picks ``n_components`` columns of a
 nonnegative matrix ``X = W H^T`` whose right factor ``H`` is separable (some rows of
 ``H`` are scaled unit vectors): those columns are scaled copies of the columns of ``W``.
 It is the Gram--Schmidt-like step of CNMF-SPA (Ibrahim & Fu, Alg. 2, line 4).
@@ -49,7 +49,7 @@ def normalize_columns_l1(X) -> np.ndarray:
     return X / safe
 
 
-def _check_spa_args(X, rank) -> tuple[np.ndarray, int]:
+def _check_spa_args(X, n_components) -> tuple[np.ndarray, int]:
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.size == 0:
         raise DataValidationError(
@@ -57,8 +57,10 @@ def _check_spa_args(X, rank) -> tuple[np.ndarray, int]:
         )
     if not np.all(np.isfinite(X)):
         raise DataValidationError("'X' contains NaN or infinite values.")
-    rank = check_int(rank, "rank", owner="spa", low=1, high=X.shape[1])
-    return X, rank
+    n_components = check_int(
+        n_components, "n_components", owner="spa", low=1, high=X.shape[1]
+    )
+    return X, n_components
 
 
 #: Columns whose residual norm is within this relative distance of the largest count as
@@ -67,13 +69,13 @@ def _check_spa_args(X, rank) -> tuple[np.ndarray, int]:
 TIE_RTOL = 1e-6
 
 
-def spa_numpy(X, rank: int, *, normalize: bool = True) -> np.ndarray:
+def spa_numpy(X, n_components: int, *, normalize: bool = True) -> np.ndarray:
     """NumPy reference implementation of :func:`spa` (same algorithm, same ties).
 
     Parameters
     ----------
     X : array_like, shape (m, n)
-    rank : int
+    n_components : int
         Number of columns to select, in ``[1, n]``.
     normalize : bool, default True
         Scale columns to unit l1 norm first (:func:`normalize_columns_l1`).
@@ -89,18 +91,20 @@ def spa_numpy(X, rank: int, *, normalize: bool = True) -> np.ndarray:
     >>> spa_numpy(X, 2)
     array([0, 1])
     """
-    X, rank = _check_spa_args(X, rank)
+    X, n_components = _check_spa_args(X, n_components)
     M = normalize_columns_l1(X) if normalize else X
     norm0 = np.einsum("ij,ij->j", M, M)
-    return _spa_select(norm0, lambda j: M[:, j].copy(), lambda u: u @ M, M.shape[0], rank)
+    return _spa_select(
+        norm0, lambda j: M[:, j].copy(), lambda u: u @ M, M.shape[0], n_components
+    )
 
 
-def _spa_select(norm0, column, project, n_rows: int, rank: int) -> np.ndarray:
+def _spa_select(norm0, column, project, n_rows: int, n_components: int) -> np.ndarray:
     """SPA's steps on a matrix seen through its column norms, columns and ``u @ M``."""
     resid = norm0.copy()
-    U = np.zeros((n_rows, rank))
-    picked = np.empty(rank, dtype=np.int64)
-    for step in range(rank):
+    U = np.zeros((n_rows, n_components))
+    picked = np.empty(n_components, dtype=np.int64)
+    for step in range(n_components):
         top = resid.max()
         tied = (top - resid) <= TIE_RTOL * abs(top)
         j = int(np.argmax(np.where(tied, norm0, -np.inf)))
@@ -116,7 +120,7 @@ def _spa_select(norm0, column, project, n_rows: int, rank: int) -> np.ndarray:
     return picked
 
 
-def spa_centered_rows(Y, rank: int) -> np.ndarray:
+def spa_centered_rows(Y, n_components: int) -> np.ndarray:
     r"""SPA on the centred rows of ``Y``, each augmented by one constant coordinate.
 
     The vertex search of :class:`~bayespmf.estimators.SimplexSPA`: the columns of
@@ -131,7 +135,7 @@ def spa_centered_rows(Y, rank: int) -> np.ndarray:
     Parameters
     ----------
     Y : ndarray or scipy.sparse matrix (n, D)
-    rank : int
+    n_components : int
         Number of rows to pick, in ``[1, n]``.
 
     Returns
@@ -148,7 +152,9 @@ def spa_centered_rows(Y, rank: int) -> np.ndarray:
     [2, 1, 0]
     """
     n, D = Y.shape
-    rank = check_int(rank, "rank", owner="spa_centered_rows", low=1, high=n)
+    n_components = check_int(
+        n_components, "n_components", owner="spa_centered_rows", low=1, high=n
+    )
     if sparse.issparse(Y):
         Y = sparse.csr_matrix(Y, dtype=np.float64)
         c = np.asarray(Y.mean(axis=0)).ravel()
@@ -174,7 +180,7 @@ def spa_centered_rows(Y, rank: int) -> np.ndarray:
     def project(u):
         return Y @ u[:D] - c @ u[:D] + t * u[D]
 
-    return _spa_select(sq + t * t, column, project, D + 1, rank)
+    return _spa_select(sq + t * t, column, project, D + 1, n_components)
 
 
 def _spa_step(M, norm0, resid, U, step):
@@ -198,9 +204,9 @@ def _compiled_spa():
     """Compile SPA once: a ``scan`` over a symbolic number of steps.
 
     The compiled function does not specialize on shapes and the number of steps is an
-    input, so one compiled function serves every ``X`` and ``rank``. An unrolled graph
-    per ``rank`` ran somewhat faster but took longer to compile for each new ``rank``
-    (:ref:`bench-spa`).
+    input, so one compiled function serves every ``X`` and ``n_components``. An unrolled
+    graph per ``n_components`` ran somewhat faster but took longer to compile for each new
+    ``n_components`` (:ref:`bench-spa`).
     """
     M = pt.dmatrix("M")
     n_steps = pt.iscalar("n_steps")
@@ -219,15 +225,17 @@ def _compiled_spa():
     return pytensor.function([M, n_steps], picked.astype("int64"))
 
 
-def spa(X, rank: int, *, normalize: bool = True, backend: str = "numpy") -> np.ndarray:
-    """Select the ``rank`` vertex columns of ``X`` by the successive projection algorithm.
+def spa(
+    X, n_components: int, *, normalize: bool = True, backend: str = "numpy"
+) -> np.ndarray:
+    """Select ``n_components`` vertex columns of ``X`` by successive projections (SPA).
 
     Parameters
     ----------
     X : array_like, shape (m, n)
         Nonnegative data, ideally ``X = W H^T`` with ``W`` of full column rank and ``H``
         (approximately) separable.
-    rank : int
+    n_components : int
         Number of columns to select, in ``[1, n]``.
     normalize : bool, default True
         Scale every column to unit l1 norm before selecting (the noise-robust
@@ -247,7 +255,7 @@ def spa(X, rank: int, *, normalize: bool = True, backend: str = "numpy") -> np.n
     DataValidationError
         If ``X`` is not a finite 2-D array.
     ValueError
-        If ``rank`` is not an int in ``[1, n]``.
+        If ``n_components`` is not an int in ``[1, n]``.
 
     Notes
     -----
@@ -262,7 +270,7 @@ def spa(X, rank: int, *, normalize: bool = True, backend: str = "numpy") -> np.n
 
     Columns within ``TIE_RTOL`` (relative) of the largest residual are tied and the one
     of largest original norm wins, then the lowest index. A picked column is never
-    picked again, so the indices are distinct even when ``rank`` exceeds the rank of
+    picked again, so the indices are distinct even when ``n_components`` exceeds the rank of
     ``X`` (the extra picks are then arbitrary, not vertices).
 
     NumPy (:func:`spa_numpy`, the reference) is the default: the compiled ``scan`` is
@@ -285,12 +293,12 @@ def spa(X, rank: int, *, normalize: bool = True, backend: str = "numpy") -> np.n
     array([0, 1])
     """
     if backend == "numpy":
-        return spa_numpy(X, rank, normalize=normalize)
+        return spa_numpy(X, n_components, normalize=normalize)
     if backend != "pytensor":
         raise ValueError(
             "The 'backend' parameter of spa must be 'numpy' or 'pytensor'. "
             f"Got {backend!r}."
         )
-    X, rank = _check_spa_args(X, rank)
+    X, n_components = _check_spa_args(X, n_components)
     R = normalize_columns_l1(X) if normalize else X
-    return np.asarray(_compiled_spa()(R, np.int32(rank)), dtype=np.int64)
+    return np.asarray(_compiled_spa()(R, np.int32(n_components)), dtype=np.int64)

@@ -109,7 +109,7 @@ class MassBalance(NamedTuple):
     signal_margin: float = float("nan")
 
 
-def mass_balance(labels, n_vertices: int) -> MassBalance:
+def mass_balance(labels, n_components: int) -> MassBalance:
     r"""Pearson's chi-square of the k-means cell counts against equal masses.
 
     Under a noise-free symmetric Dirichlet the whitened k-means cells are images of
@@ -126,8 +126,8 @@ def mass_balance(labels, n_vertices: int) -> MassBalance:
     Parameters
     ----------
     labels : array_like of int (n,)
-        The cell of each point, in ``0 .. n_vertices - 1``.
-    n_vertices : int
+        The cell of each point, in ``0 .. n_components - 1``.
+    n_components : int
 
     Returns
     -------
@@ -141,16 +141,16 @@ def mass_balance(labels, n_vertices: int) -> MassBalance:
     """
     labels = np.asarray(labels)
     n = labels.size
-    counts = np.bincount(labels, minlength=n_vertices).astype(float)
-    expected = n / n_vertices
+    counts = np.bincount(labels, minlength=n_components).astype(float)
+    expected = n / n_components
     chi2 = float(np.sum((counts - expected) ** 2) / expected)
     masses = counts / n
     return MassBalance(
         masses,
         chi2,
-        float(chdtrc(n_vertices - 1, chi2)),
-        float(0.5 * np.sum(np.abs(masses - 1.0 / n_vertices))),
-        np.full(n_vertices, 1.0 / n_vertices),
+        float(chdtrc(n_components - 1, chi2)),
+        float(0.5 * np.sum(np.abs(masses - 1.0 / n_components))),
+        np.full(n_components, 1.0 / n_components),
         1.0,
         chi2,
         0,

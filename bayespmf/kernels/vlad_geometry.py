@@ -129,8 +129,8 @@ class Subspace(NamedTuple):
     total_ss: float
 
 
-def top_subspace(Y, rank: int, *, random_state=None) -> Subspace:
-    r"""Steps 1--3 of Alg. 1: centre and take the top ``rank`` singular factors.
+def top_subspace(Y, n_components: int, *, random_state=None) -> Subspace:
+    r"""Steps 1--3 of Alg. 1: centre and take the top ``n_components`` singular factors.
 
     Parameters
     ----------
@@ -139,7 +139,7 @@ def top_subspace(Y, rank: int, *, random_state=None) -> Subspace:
         :math:`Y^T Y - n \hat c_0 \hat c_0^T` (``D <= GRAM_MAX_FEATURES``) and ARPACK
         sees :math:`\bar X` as a linear operator (larger ``D``), so only ``D x rank``
         and ``n x rank`` dense arrays are formed.
-    rank : int
+    n_components : int
         ``K - 1``.
     random_state : None, int or Generator
         Seeds ARPACK's start vector (used when ``D > GRAM_MAX_FEATURES``).
@@ -169,34 +169,34 @@ def top_subspace(Y, rank: int, *, random_state=None) -> Subspace:
     """
     n, D = Y.shape
     if sparse.issparse(Y):
-        return _sparse_subspace(Y, rank, random_state)
-    if D <= GRAM_MAX_FEATURES or rank >= min(n, D) - 1:
+        return _sparse_subspace(Y, n_components, random_state)
+    if D <= GRAM_MAX_FEATURES or n_components >= min(n, D) - 1:
         c0, gram, total = center_and_gram(Y)
-        lam, W = _gram_factors(gram, rank)
+        lam, W = _gram_factors(gram, n_components)
         Xc = Y - c0
     else:
         c0 = Y.mean(axis=0)
         Xc = Y - c0
         total = float(np.einsum("ij,ij->", Xc, Xc))
-        lam, W = _arpack_factors(Xc, rank, random_state)
+        lam, W = _arpack_factors(Xc, n_components, random_state)
     W = _fix_signs(W)
     safe = np.where(lam > 0, lam, 1.0)
     U = (Xc @ W) / safe
     return Subspace(c0, U, lam, W, float(total))
 
 
-def _gram_factors(gram, rank: int):
-    """Top ``rank`` eigenpairs of a Gram matrix as singular values and vectors."""
+def _gram_factors(gram, n_components: int):
+    """Top ``n_components`` eigenpairs of a Gram matrix as singular values and vectors."""
     D = gram.shape[0]
-    w, V = sla.eigh(gram, subset_by_index=(D - rank, D - 1))
+    w, V = sla.eigh(gram, subset_by_index=(D - n_components, D - 1))
     order = np.argsort(w)[::-1]
     return np.sqrt(np.maximum(w[order], 0.0)), V[:, order]
 
 
-def _arpack_factors(op, rank: int, random_state):
-    """Top ``rank`` singular values and right vectors by ARPACK (seeded start)."""
+def _arpack_factors(op, n_components: int, random_state):
+    """Top ``n_components`` singular values and right vectors by ARPACK (seeded start)."""
     v0 = check_random_state(random_state).standard_normal(min(op.shape))
-    _, s, Vt = svds(op, k=rank, v0=v0)
+    _, s, Vt = svds(op, k=n_components, v0=v0)
     order = np.argsort(s)[::-1]
     return s[order], Vt[order].T
 
@@ -207,13 +207,13 @@ def _fix_signs(W):
     return W * np.where(signs == 0, 1.0, signs)
 
 
-def _sparse_subspace(Y, rank: int, random_state) -> Subspace:
+def _sparse_subspace(Y, n_components: int, random_state) -> Subspace:
     """:func:`top_subspace` of a sparse ``Y`` without forming the centred matrix."""
     n, D = Y.shape
     c0 = np.asarray(Y.mean(axis=0)).ravel()
     total = max(float(Y.multiply(Y).sum()) - n * float(c0 @ c0), 0.0)
-    if D <= GRAM_MAX_FEATURES or rank >= min(n, D) - 1:
-        lam, W = _gram_factors((Y.T @ Y).toarray() - n * np.outer(c0, c0), rank)
+    if D <= GRAM_MAX_FEATURES or n_components >= min(n, D) - 1:
+        lam, W = _gram_factors((Y.T @ Y).toarray() - n * np.outer(c0, c0), n_components)
     else:
         Yt = Y.T.tocsr()
         op = LinearOperator(
@@ -222,7 +222,7 @@ def _sparse_subspace(Y, rank: int, random_state) -> Subspace:
             rmatvec=lambda u: Yt @ np.ravel(u) - c0 * np.sum(u),
             dtype=np.float64,
         )
-        lam, W = _arpack_factors(op, rank, random_state)
+        lam, W = _arpack_factors(op, n_components, random_state)
     W = _fix_signs(W)
     safe = np.where(lam > 0, lam, 1.0)
     U = (Y @ W - c0 @ W) / safe
@@ -235,7 +235,7 @@ def _sparse_subspace(Y, rank: int, random_state) -> Subspace:
 
 def vlad_centroids(
     sub: Subspace,
-    n_vertices: int,
+    n_components: int,
     *,
     metric=None,
     n_init: int = DEFAULT_N_INIT,
@@ -247,7 +247,7 @@ def vlad_centroids(
     Parameters
     ----------
     sub : Subspace
-    n_vertices : int
+    n_components : int
     metric : ndarray (r, r), optional
         A square root ``A`` of the covariance used for whitening, in the basis ``W``:
         k-means runs on the rows of :math:`\bar X W A^{-1}` and the centroids are
@@ -276,7 +276,7 @@ def vlad_centroids(
     A = np.diag(lam) if metric is None else np.asarray(metric, dtype=float)
     z = np.linalg.solve(A.T, (sub.scores * lam).T).T  # rows: A^{-1} W^T xbar_i
     eta, labels, _ = kmeans(
-        z, n_vertices, n_init=n_init, max_iter=max_iter, random_state=random_state
+        z, n_components, n_init=n_init, max_iter=max_iter, random_state=random_state
     )
     g = eta @ A.T
     centroids = g @ sub.components.T + sub.center

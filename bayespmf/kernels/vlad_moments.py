@@ -50,7 +50,7 @@ CORRECTED_MAX_NOISE_FRACTION = 0.25
 # alpha by the method of moments (eq. (5) with Lemma 3)
 
 
-def dirichlet_cov_scale(alpha, n_vertices: int):
+def dirichlet_cov_scale(alpha, n_components: int):
     r"""The scalar of :math:`S(\alpha) = \frac{1}{K(K\alpha+1)} (I_K - \frac1K 1 1^T)`.
 
     The covariance of :math:`\mathrm{Dir}_K(\alpha)` (Sec. 3.2 and Supplement A.3.2).
@@ -60,7 +60,7 @@ def dirichlet_cov_scale(alpha, n_vertices: int):
     >>> float(dirichlet_cov_scale(2.0, 3))
     0.047619047619047616
     """
-    return 1.0 / (n_vertices * (n_vertices * np.asarray(alpha, dtype=float) + 1.0))
+    return 1.0 / (n_components * (n_components * np.asarray(alpha, dtype=float) + 1.0))
 
 
 def noise_variance(sub: Subspace, n_samples: int, n_features: int) -> float:
@@ -378,7 +378,7 @@ def simex_phi_star(
     return float(np.polyval(coef, -1.0))
 
 
-def alpha_objective(alpha, gamma, phi_target: float, n_vertices: int):
+def alpha_objective(alpha, gamma, phi_target: float, n_components: int):
     r"""Scaled objective of eq. (5) as a function of :math:`\alpha` (up to a constant).
 
     With :math:`\hat B(\gamma)` the extended centroids, :math:`\hat B(\gamma) S(\alpha)
@@ -394,13 +394,13 @@ def alpha_objective(alpha, gamma, phi_target: float, n_vertices: int):
     >>> float(alpha_objective(1.0, 2.0, 2.0**2 / (2 * 3), 2))
     0.0
     """
-    phi = np.asarray(gamma, dtype=float) ** 2 * dirichlet_cov_scale(alpha, n_vertices)
+    phi = np.asarray(gamma, dtype=float) ** 2 * dirichlet_cov_scale(alpha, n_components)
     return (phi - phi_target) ** 2 / phi_target**2
 
 
 def estimate_alpha(
     phi_target: float,
-    n_vertices: int,
+    n_components: int,
     gamma_fn: Callable,
     alpha_range: tuple[float, float],
 ) -> tuple[float, float]:
@@ -413,7 +413,7 @@ def estimate_alpha(
     ----------
     phi_target : float
         :math:`\varphi^*` from :func:`phi_star` or :func:`simex_phi_star`.
-    n_vertices : int
+    n_components : int
     gamma_fn : callable
         :math:`\alpha \mapsto \gamma(\alpha)`, vectorized.
     alpha_range : (float, float)
@@ -447,13 +447,13 @@ def estimate_alpha(
     if not np.isfinite(phi_target) or phi_target <= 0:
         return float(alpha_range[1]), float("nan")
     grid = np.linspace(lo, hi, 400)
-    vals = alpha_objective(np.exp(grid), gamma_fn(np.exp(grid)), phi_target, n_vertices)
+    vals = alpha_objective(np.exp(grid), gamma_fn(np.exp(grid)), phi_target, n_components)
     j = int(np.argmin(vals))
     a, b = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
 
     def f(t):
         return float(
-            alpha_objective(np.exp(t), gamma_fn(np.exp(t)), phi_target, n_vertices)
+            alpha_objective(np.exp(t), gamma_fn(np.exp(t)), phi_target, n_components)
         )
 
     res = minimize_scalar(f, bounds=(a, b), method="bounded", options={"xatol": 1e-8})

@@ -24,7 +24,7 @@ from bayespmf.models.regression import (
     regression_initvals,
     sample_regression,
 )
-from bayespmf.models.selection import select_rank
+from bayespmf.models.selection import select_n_components
 from bayespmf.models.simplex_nest import (
     align_vertices,
     initvals_from_vlad,
@@ -60,7 +60,7 @@ __all__ = [
     "sample",
     "sample_regression",
     "sample_simplex_nest",
-    "select_rank",
+    "select_n_components",
     "simplex_nest_model",
     "stacking_weights",
 ]

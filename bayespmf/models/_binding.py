@@ -32,7 +32,7 @@ __all__ = [
 OPTIMA_WINDOW = 5.0
 
 
-def params_of(init, data: CategoricalData, rank: int) -> LatentClassParams:
+def params_of(init, data: CategoricalData, n_components: int) -> LatentClassParams:
     """The point estimate ``init`` as parameters laid out like ``data``'s variables.
 
     A fitted estimator (``variable_names_``, ``category_labels_``) or a dict with
@@ -55,10 +55,10 @@ def params_of(init, data: CategoricalData, rank: int) -> LatentClassParams:
             "'init' must be a fitted LatentClassPMF, a (weights, factors) pair or a dict "
             f"with 'weights' and 'factors'; got {type(init).__name__}."
         )
-    if np.shape(weights) != (rank,):
+    if np.shape(weights) != (n_components,):
         raise DataValidationError(
             f"'init' has {np.shape(weights)[0] if np.ndim(weights) else '?'} classes but "
-            f"the model has rank {rank}."
+            f"the model has rank {n_components}."
         )
     if names is not None and len(names) == len(factors):
         factors = bind_factors(factors, list(names), labels, data)
@@ -131,13 +131,13 @@ def initvals_from_params(
     --------
     >>> from bayespmf.models import latent_class_model
     >>> data = CategoricalData.from_codes([[0, 1], [1, 0]], 2, names=["a", "b"])
-    >>> model = latent_class_model(data, rank=1)
+    >>> model = latent_class_model(data, n_components=1)
     >>> iv = initvals_from_params(model, ([1.0], [np.array([[0.5], [0.5]])] * 2), chains=2)
     >>> len(iv), iv[0]["A_a"].shape
     (2, (1, 2))
     """
-    data, rank = model_data(model)
-    params = params_of(init, data, rank)
+    data, n_components = model_data(model)
+    params = params_of(init, data, n_components)
     rng = start_rng(random_seed)
     chains = check_int(chains, "chains", low=1)
     out = []

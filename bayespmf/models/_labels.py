@@ -46,11 +46,11 @@ def align_labels(
     """
     names = variable_names(idata, data)
     post = idata.posterior
-    rank = post.sizes["class"]
+    n_components = post.sizes["class"]
     n_cat = [post.sizes[f"{n}_category"] for n in names]
     labels = [[str(c) for c in post[f"{n}_category"].values] for n in names]
     fake = CategoricalData(np.zeros((1, len(names)), dtype=np.int64), n_cat, names, labels)
-    ref = params_of(reference, fake, rank)
+    ref = params_of(reference, fake, n_components)
     ref_stacked = np.concatenate([np.asarray(a) for a in ref.factors], axis=0)
     ref_w = np.asarray(ref.weights)
     w, stacked = posterior_params(idata, fake)
@@ -60,5 +60,5 @@ def align_labels(
     ref_feats = np.concatenate([ref_stacked, ref_w[None, :]], axis=0).T
     perms = hungarian_permutations(feats, ref_feats, n_refine=n_refine)
     return apply_permutations(
-        idata, perms.reshape(c, d, rank), "class", "class_permutation"
+        idata, perms.reshape(c, d, n_components), "class", "class_permutation"
     )

@@ -163,7 +163,7 @@ class PivotLayout:
 
     Parameters
     ----------
-    rank : int
+    n_components : int
     n_categories : sequence of int
     weights_pivot : int
         Pivot entry of the weights.
@@ -175,30 +175,44 @@ class PivotLayout:
     """
 
     def __init__(
-        self, rank, n_categories, weights_pivot, factor_pivots, weights_alpha, factor_alphas
+        self,
+        n_components,
+        n_categories,
+        weights_pivot,
+        factor_pivots,
+        weights_alpha,
+        factor_alphas,
     ):
-        rank = int(rank)
+        n_components = int(n_components)
         n_cat = [int(k) for k in n_categories]
         offsets = offsets_of(n_cat)
-        start, size, pivot, base, stride = [0], [rank], [int(weights_pivot)], [0], [1]
-        n_out = rank + int(offsets[-1]) * rank
+        start, size, pivot, base, stride = (
+            [0],
+            [n_components],
+            [int(weights_pivot)],
+            [0],
+            [1],
+        )
+        n_out = n_components + int(offsets[-1]) * n_components
         alpha = np.empty(n_out)
-        alpha[:rank] = np.asarray(weights_alpha, dtype=float)
-        const = gammaln(alpha[:rank].sum()) - gammaln(alpha[:rank]).sum()
-        pos = rank - 1
+        alpha[:n_components] = np.asarray(weights_alpha, dtype=float)
+        const = gammaln(alpha[:n_components].sum()) - gammaln(alpha[:n_components]).sum()
+        pos = n_components - 1
         for n, k in enumerate(n_cat):
-            piv = np.asarray(factor_pivots[n], dtype=np.int64).reshape(rank)
-            a_n = np.broadcast_to(np.asarray(factor_alphas[n], dtype=float), (rank, k))
-            for f in range(rank):
+            piv = np.asarray(factor_pivots[n], dtype=np.int64).reshape(n_components)
+            a_n = np.broadcast_to(
+                np.asarray(factor_alphas[n], dtype=float), (n_components, k)
+            )
+            for f in range(n_components):
                 start.append(pos)
                 size.append(k)
                 pivot.append(int(piv[f]))
-                base.append(rank + int(offsets[n]) * rank + f)
-                stride.append(rank)
-                alpha[base[-1] + np.arange(k) * rank] = a_n[f]
+                base.append(n_components + int(offsets[n]) * n_components + f)
+                stride.append(n_components)
+                alpha[base[-1] + np.arange(k) * n_components] = a_n[f]
                 const += gammaln(a_n[f].sum()) - gammaln(a_n[f]).sum()
                 pos += k - 1
-        self.rank, self.n_categories, self.offsets = rank, n_cat, offsets
+        self.n_components, self.n_categories, self.offsets = n_components, n_cat, offsets
         self.start, self.size, self.pivot = (
             np.asarray(v, dtype=np.int64) for v in (start, size, pivot)
         )
@@ -220,7 +234,7 @@ class PivotLayout:
         theta = np.empty(self.n_free)
         rows = [np.asarray(weights, dtype=float)]
         for a in factors:
-            rows.extend(np.asarray(a, dtype=float).reshape(self.rank, -1))
+            rows.extend(np.asarray(a, dtype=float).reshape(self.n_components, -1))
         for r, x in enumerate(rows):
             log_x = np.log(x)
             free = np.delete(log_x - log_x[self.pivot[r]], self.pivot[r])
@@ -263,16 +277,18 @@ def fused_pivot_model(model, codes, weights_pivot, factor_pivots):
     alphas = [_dirichlet_alpha(model[name]) for name in wanted]
     if any(a is None for a in alphas):
         return None
-    rank = len(model.coords["class"])
+    n_components = len(model.coords["class"])
     n_cat = [len(model.coords[category_dim(n)]) for n in names]
-    layout = PivotLayout(rank, n_cat, weights_pivot, factor_pivots, alphas[0], alphas[1:])
+    layout = PivotLayout(
+        n_components, n_cat, weights_pivot, factor_pivots, alphas[0], alphas[1:]
+    )
     coords = {k: v for k, v in model.coords.items()}
     stacked = int(layout.offsets[-1])
     with pm.Model(coords=coords) as fused:
         theta = pm.Flat(LOGRATIOS_NAME, shape=(layout.n_free,))
         lp, out = PivotLogSimplexes()(theta, *layout.arrays())
-        log_w = out[:rank]
-        log_a = out[rank:].reshape((stacked, rank))
+        log_w = out[:n_components]
+        log_a = out[n_components:].reshape((stacked, n_components))
         loglik, _ = ClassSummedLoglik(n_cat)(
             pt.constant(np.asarray(codes, dtype=np.int64)), log_w, log_a
         )
@@ -344,7 +360,7 @@ def pivot_model(model, point):
     --------
     >>> from bayespmf.models import latent_class_model
     >>> data = CategoricalData.from_codes([[0, 1], [1, 0]], 2, names=["a", "b"])
-    >>> model = latent_class_model(data, rank=2)
+    >>> model = latent_class_model(data, n_components=2)
     >>> point = ([0.3, 0.7], [np.array([[0.9, 0.2], [0.1, 0.8]])] * 2)
     >>> new = pivot_model(model, point)
     >>> new.rvs_to_transforms[new["A_a"]].pivot.tolist()
@@ -358,11 +374,11 @@ def pivots(model, point) -> tuple[int, list[np.ndarray]]:
     # names and sizes from the coordinates: a frozen model has no data container
     names = [str(v) for v in model.coords["variable"]]
     labels = [[str(c) for c in model.coords[category_dim(n)]] for n in names]
-    rank = len(model.coords["class"])
+    n_components = len(model.coords["class"])
     fake = CategoricalData(
         np.zeros((1, len(names)), dtype=np.int64), [len(c) for c in labels], names, labels
     )
-    params = params_of(point, fake, rank)
+    params = params_of(point, fake, n_components)
     # factors are (I_n, F): the pivot of class f's row is argmax_i a[i, f]
     factor_pivots = [np.argmax(np.asarray(a), axis=0) for a in params.factors]
     return int(np.argmax(params.weights)), factor_pivots
@@ -371,8 +387,8 @@ def pivots(model, point) -> tuple[int, list[np.ndarray]]:
 def pivot_transforms(model, weights_pivot, factor_pivots):
     """``model`` with :class:`PivotLogRatio` value transforms at these pivots."""
     names = [str(v) for v in model.coords["variable"]]
-    rank = len(model.coords["class"])
-    transforms = {"weights": PivotLogRatio(weights_pivot, rank)}
+    n_components = len(model.coords["class"])
+    transforms = {"weights": PivotLogRatio(weights_pivot, n_components)}
     for name, piv in zip(names, factor_pivots, strict=True):
         k = len(model.coords[category_dim(name)])
         transforms[factor_var_name(name)] = PivotLogRatio(piv, k)

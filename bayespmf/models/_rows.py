@@ -83,10 +83,10 @@ class ClassSummedLoglik(Op):
                 f"log_prior must be (F,) or (S, F) and log_a (P, F); got "
                 f"{log_prior.type} and {log_a.type}."
             )
-        rows, rank = codes.type.shape[0], log_a.type.shape[1]
+        rows, n_components = codes.type.shape[0], log_a.type.shape[1]
         outputs = [
             pt.tensor(dtype="float64", shape=(rows,)),
-            pt.tensor(dtype="float64", shape=(rows, rank)),
+            pt.tensor(dtype="float64", shape=(rows, n_components)),
         ]
         return Apply(self, [codes, log_prior, log_a], outputs)
 
@@ -195,8 +195,8 @@ def _numba_kernels(op):
     if isinstance(op, ClassSummedLoglik):
 
         def loglik(codes, log_prior, log_a):  # pragma: no cover - numba
-            rank = log_a.shape[1]
-            prior = np.ascontiguousarray(log_prior).reshape((-1, rank))
+            n_components = log_a.shape[1]
+            prior = np.ascontiguousarray(log_prior).reshape((-1, n_components))
             # one prior row shared by every row, or one per row (as in perform)
             if prior.shape[0] != 1 and prior.shape[0] != codes.shape[0]:
                 raise ValueError(
@@ -262,8 +262,8 @@ def _gather_loglik_grad(codes, resp, g, n_cat):
     """:class:`ClassSummedLoglikGrad` as a scatter-add graph (JAX backend)."""
     index, in_range = _gather_index(codes, n_cat)
     weighted = (resp * g[:, None])[:, None, :] * in_range[:, :, None]  # (S, N, F)
-    rank = resp.type.shape[1] if resp.type.shape[1] is not None else resp.shape[1]
-    padded = pt.zeros((int(sum(n_cat)) + 1, rank))
+    n_components = resp.type.shape[1] if resp.type.shape[1] is not None else resp.shape[1]
+    padded = pt.zeros((int(sum(n_cat)) + 1, n_components))
     return pt.inc_subtensor(padded[index], weighted)[:-1]
 
 

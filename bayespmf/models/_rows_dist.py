@@ -57,7 +57,7 @@ def rows_coords(data) -> dict:
     return coords
 
 
-def factor_priors(data, rank: int, factor_prior: float) -> list:
+def factor_priors(data, n_components: int, factor_prior: float) -> list:
     """The factors ``A_<name>`` ~ Dirichlet(``factor_prior``), one per variable of ``data``.
 
     Call inside the model; dims ``("class", <name>_category)``.
@@ -65,7 +65,7 @@ def factor_priors(data, rank: int, factor_prior: float) -> list:
     return [
         pm.Dirichlet(
             factor_var_name(name),
-            a=np.full((rank, int(k)), factor_prior),
+            a=np.full((n_components, int(k)), factor_prior),
             dims=("class", category_dim(name)),
         )
         for name, k in zip(data.names, data.n_categories, strict=True)

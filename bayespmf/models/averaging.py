@@ -144,7 +144,7 @@ def rank_weights(idatas: Mapping, *, method: str = "stacking", seed=0) -> pd.Ser
     ...     ll = rng.normal(loglik, 0.01, (2, 500, 20))
     ...     return az.from_dict({"posterior": {"mu": rng.normal(size=(2, 500))},
     ...                          "log_likelihood": {"x": ll}})
-    >>> fits = {2: fit(-2.0), 3: fit(-1.0)}  # rank 3 predicts every row better
+    >>> fits = {2: fit(-2.0), 3: fit(-1.0)}  # n_components 3 predicts every row better
     >>> w = rank_weights(fits)
     >>> list(w.index), float(w.sum()), bool(w[3] > 0.99)
     ([2, 3], 1.0, True)

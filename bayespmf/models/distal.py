@@ -87,7 +87,7 @@ def outcome_log_density(family: str, params: dict, y) -> pt.TensorVariable:
     return pm.logp(_class_dist(family, params), y[:, None])
 
 
-def _outcome_priors(family, values, observed, rank, labels):
+def _outcome_priors(family, values, observed, n_components, labels):
     obs = values[observed]
     if family == "gaussian":
         sd = float(np.std(obs)) or 1.0
@@ -115,7 +115,7 @@ def _outcome_priors(family, values, observed, rank, labels):
 
 def latent_class_outcome_model(
     data,
-    rank: int,
+    n_components: int,
     outcome,
     outcome_family: str = "gaussian",
     *,
@@ -142,7 +142,7 @@ def latent_class_outcome_model(
     data : CategoricalData, pandas.DataFrame or array_like of int (S, N)
         The indicators; ``-1`` (NaN in a DataFrame) marks a missing entry. Rows with
         every indicator missing are dropped (with their outcome).
-    rank : int
+    n_components : int
     outcome : array_like, shape (S,)
         NaN (None) marks a missing outcome: the row then enters through ``x`` alone
         (the outcome is marginalized out).
@@ -187,7 +187,7 @@ def latent_class_outcome_model(
     """
     owner = "latent_class_model"
     data = as_model_data(data, n_categories)
-    rank = check_int(rank, "rank", owner=owner, low=1)
+    n_components = check_int(n_components, "n_components", owner=owner, low=1)
     weights_prior = check_float(weights_prior, "weights_prior", low=0.0, low_open=True)
     factor_prior = check_float(factor_prior, "factor_prior", low=0.0, low_open=True)
     coef_prior_sd = check_float(coef_prior_sd, "coef_prior_sd", low=0.0, low_open=True)
@@ -223,11 +223,15 @@ def latent_class_outcome_model(
             "indicators are all missing (dropped): nothing links it to the classes."
         )
     obs_rows = np.flatnonzero(observed)
-    coords = {"class": np.arange(rank), "outcome_row": obs_rows, **rows_coords(data)}
+    coords = {
+        "class": np.arange(n_components),
+        "outcome_row": obs_rows,
+        **rows_coords(data),
+    }
     if family == "categorical":
         coords["outcome_category"] = [str(v) for v in labels]
     if design is not None:
-        coords[FREE_CLASS_DIM] = np.arange(1, rank)
+        coords[FREE_CLASS_DIM] = np.arange(1, n_components)
         coords["covariate"] = cov_names
     y_obs = values[observed]
     if family != "gaussian":
@@ -236,15 +240,17 @@ def latent_class_outcome_model(
         rows = pm.Data(DATA_NAME, np.asarray(data.codes), dims=("row", "variable"))
         y_data = pm.Data(OUTCOME_DATA_NAME, y_obs, dims="outcome_row")
         if design is None:
-            weights = pm.Dirichlet("weights", a=np.full(rank, weights_prior), dims="class")
+            weights = pm.Dirichlet(
+                "weights", a=np.full(n_components, weights_prior), dims="class"
+            )
             log_prior = pt.log(weights)[None, :] * pt.ones((data.n_samples, 1))
         else:
             z = pm.Data(COVARIATES_NAME, design, dims=("row", "covariate"))
             coef_full = coefficient_variables(len(cov_names), coef_prior_sd)
             eta = pt.dot(z, coef_full)
             log_prior = eta - pt.logsumexp(eta, axis=1, keepdims=True)
-        factors = factor_priors(data, rank, factor_prior)
-        params = _outcome_priors(family, values, observed, rank, labels)
+        factors = factor_priors(data, n_components, factor_prior)
+        params = _outcome_priors(family, values, observed, n_components, labels)
         log_fy = outcome_log_density(family, params, y_data)  # (S_obs, F)
         logits = pt.set_subtensor(log_prior[obs_rows], log_prior[obs_rows] + log_fy)
         LatentClassRegressionRows(

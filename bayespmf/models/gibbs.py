@@ -106,10 +106,16 @@ def _model_parts(model):
             raise _refuse(f"factor {rv.name!r} is not named A_<variable>")
     w_prior = _constant(weights.owner.op.dist_params(weights.owner)[0])
     a_priors = [_constant(rv.owner.op.dist_params(rv.owner)[0]) for rv in factors]
-    rank = w_prior.shape[-1]
-    a_priors = [np.broadcast_to(a, (rank, a.shape[-1])).copy() for a in a_priors]
+    n_components = w_prior.shape[-1]
+    a_priors = [np.broadcast_to(a, (n_components, a.shape[-1])).copy() for a in a_priors]
     codes = np.asarray(model.rvs_to_values[obs].eval(), dtype=np.int64)
-    return weights, factors, codes, np.broadcast_to(w_prior, (rank,)).copy(), a_priors
+    return (
+        weights,
+        factors,
+        codes,
+        np.broadcast_to(w_prior, (n_components,)).copy(),
+        a_priors,
+    )
 
 
 #: Rows are collapsed into unique patterns unless fewer than this share of them repeat

@@ -182,13 +182,13 @@ class RegressionFactorGibbs(BlockedStep):
         logits, factors, coefs, codes, priors = _model_parts(model)
         values = [model.rvs_to_values[rv] for rv in factors]
         bind_step(self, model, values, vars, rng, threads, _refuse, "factor")
-        rank = int(model.initial_point()[values[0].name].shape[0])
+        n_components = int(model.initial_point()[values[0].name].shape[0])
         n_cat = [int(a.shape[-1]) for a in priors]
         self._offsets = np.concatenate([[0], np.cumsum(n_cat)])
         self._a_prior = np.ascontiguousarray(
-            np.vstack([np.broadcast_to(a, (rank, a.shape[-1])).T for a in priors])
+            np.vstack([np.broadcast_to(a, (n_components, a.shape[-1])).T for a in priors])
         )
-        self._w_alpha = np.ones(rank)  # draw_conjugate's weights: drawn and unused
+        self._w_alpha = np.ones(n_components)  # draw_conjugate's weights: drawn and unused
         self._indptr, self._indices = observed_csr(codes, n_cat)
         self._names = [v.name for v in values]
         coef_values = [model.rvs_to_values[rv] for rv in coefs]
@@ -197,7 +197,7 @@ class RegressionFactorGibbs(BlockedStep):
         (logits,) = model.replace_rvs_by_values([logits])
         log_prior = logits - pt.logsumexp(logits, axis=-1, keepdims=True)
         self._log_prior = pytensor.function(
-            coef_values, pt.broadcast_to(log_prior, (codes.shape[0], rank))
+            coef_values, pt.broadcast_to(log_prior, (codes.shape[0], n_components))
         )
         self._to_log, self._to_value = simplex_maps(model, factors, values)
 

@@ -152,7 +152,7 @@ class PivotLogRatio(Transform):
     True
     >>> bool(np.allclose(t.backward(y).eval(), x))
     True
-    >>> one = PivotLogRatio(0, 1)  # rank 1: the weights are [1.0], nothing is free
+    >>> one = PivotLogRatio(0, 1)  # n_components 1: the weights are [1.0], nothing is free
     >>> one.forward(np.array([1.0])).eval().shape, one.backward(np.zeros(0)).eval()
     ((0,), array([1.]))
     """
@@ -204,7 +204,7 @@ class PivotLogRatio(Transform):
 
 def latent_class_model(
     data,
-    rank: int,
+    n_components: int,
     *,
     n_categories=None,
     weights_prior: float = 1.0,
@@ -246,7 +246,7 @@ def latent_class_model(
     ----------
     data : CategoricalData, pandas.DataFrame or array_like of int (S, N)
         ``-1`` (NaN/None in a DataFrame) marks missing entries.
-    rank : int
+    n_components : int
         Number of classes F.
     n_categories : sequence of int, optional
         Alphabet sizes when ``data`` is an array.
@@ -289,7 +289,7 @@ def latent_class_model(
     Examples
     --------
     >>> data = CategoricalData.from_codes([[0, 1], [1, -1], [1, 0]], 2, names=["a", "b"])
-    >>> model = latent_class_model(data, rank=2)
+    >>> model = latent_class_model(data, n_components=2)
     >>> sorted(model.named_vars)
     ['A_a', 'A_b', 'rows', 'weights', 'x']
     >>> model.named_vars_to_dims["A_b"]
@@ -307,7 +307,7 @@ def latent_class_model(
             )
         return latent_class_outcome_model(
             data,
-            rank,
+            n_components,
             outcome,
             outcome_family,
             n_categories=n_categories,
@@ -333,21 +333,29 @@ def latent_class_model(
         if isinstance(data, pd.DataFrame):
             data = CategoricalData.from_pandas(data)
         return latent_class_regression_model(
-            data, covariates, rank, factor_prior=factor_prior, n_categories=n_categories
+            data,
+            covariates,
+            n_components,
+            factor_prior=factor_prior,
+            n_categories=n_categories,
         )
     data = as_model_data(data, n_categories)
-    rank = check_int(rank, "rank", owner="latent_class_model", low=1)
+    n_components = check_int(
+        n_components, "n_components", owner="latent_class_model", low=1
+    )
     weights_prior = check_float(weights_prior, "weights_prior", low=0.0, low_open=True)
     factor_prior = check_float(factor_prior, "factor_prior", low=0.0, low_open=True)
     as_codes(data, name="data")  # a variable never observed cannot be learned
     data = data.drop_empty_rows()
-    model_coords = {"class": np.arange(rank), **rows_coords(data)}
+    model_coords = {"class": np.arange(n_components), **rows_coords(data)}
     if coords:
         model_coords.update(coords)
     with pm.Model(coords=model_coords) as model:
         rows = pm.Data(DATA_NAME, np.asarray(data.codes), dims=("row", "variable"))
-        weights = pm.Dirichlet("weights", a=np.full(rank, weights_prior), dims="class")
-        factors = factor_priors(data, rank, factor_prior)
+        weights = pm.Dirichlet(
+            "weights", a=np.full(n_components, weights_prior), dims="class"
+        )
+        factors = factor_priors(data, n_components, factor_prior)
         LatentClassRows(
             OBSERVED_NAME, weights, factors, observed=rows, dims=("row", "variable")
         )
@@ -365,7 +373,7 @@ def model_data(model) -> tuple[CategoricalData, int]:
     Returns
     -------
     data : CategoricalData
-    rank : int
+    n_components : int
 
     Raises
     ------
@@ -375,8 +383,8 @@ def model_data(model) -> tuple[CategoricalData, int]:
     Examples
     --------
     >>> data = CategoricalData.from_codes([[0, 1], [1, -1]], 2, names=["a", "b"])
-    >>> got, rank = model_data(latent_class_model(data, rank=3))
-    >>> got == data, rank
+    >>> got, n_components = model_data(latent_class_model(data, n_components=3))
+    >>> got == data, n_components
     (True, 3)
     """
     needed = {DATA_NAME, OBSERVED_NAME, "weights"}

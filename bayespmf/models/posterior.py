@@ -66,7 +66,7 @@ SIMPLEX_TRANSFORMS = ("pivot", "pymc")
 def sample(
     model_or_data,
     *,
-    rank: int | None = None,
+    n_components: int | None = None,
     init="auto",
     method: str = "nuts",
     nuts_sampler: str = "pymc",
@@ -97,9 +97,9 @@ def sample(
     Parameters
     ----------
     model_or_data : pymc.Model or CategoricalData
-        A model of one of the families above, or latent-class data (then ``rank`` is
+        A model of one of the families above, or latent-class data (then ``n_components`` is
         required and the model is built with default priors).
-    rank : int, optional
+    n_components : int, optional
         Number of classes when data are given.
     init : "auto", "optima", LatentClassPMF, (weights, factors), dict or None
         Start every chain at this point estimate (jittered per chain on the log scale
@@ -213,11 +213,11 @@ def sample(
     if isinstance(model_or_data, pm.Model):
         model = model_or_data
     else:
-        if rank is None:
+        if n_components is None:
             raise DataValidationError(
-                "'rank' is required when data (not a model) are given."
+                "'n_components' is required when data (not a model) are given."
             )
-        model = latent_class_model(model_or_data, rank)
+        model = latent_class_model(model_or_data, n_components)
     return sample_family(
         family_of(model),
         model,
@@ -244,8 +244,8 @@ def sample(
 def _lc_estimate(model, random_seed):
     from bayespmf.estimators import LatentClassPMF
 
-    data, rank = model_data(model)
-    return LatentClassPMF(rank, random_state=random_seed).fit(data)
+    data, n_components = model_data(model)
+    return LatentClassPMF(n_components, random_state=random_seed).fit(data)
 
 
 def _lc_initvals(model, point, chains, jitter, rng):
@@ -319,7 +319,7 @@ def family_of(model) -> Family:
     --------
     >>> from bayespmf.data import CategoricalData
     >>> data = CategoricalData.from_codes([[0, 1], [1, 0]], 2, names=["a", "b"])
-    >>> family_of(latent_class_model(data, rank=2)).methods
+    >>> family_of(latent_class_model(data, n_components=2)).methods
     ('nuts', 'advi', 'gibbs')
     """
     return next(f for f in FAMILIES if f.detect(model))
@@ -332,7 +332,7 @@ def model_family(model) -> str:
     --------
     >>> from bayespmf.data import CategoricalData
     >>> data = CategoricalData.from_codes([[0, 1], [1, 0]], 2, names=["a", "b"])
-    >>> model_family(latent_class_model(data, rank=2))
+    >>> model_family(latent_class_model(data, n_components=2))
     'latent_class'
     """
     return family_of(model).name

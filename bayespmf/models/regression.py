@@ -203,7 +203,7 @@ def coefficient_variables(n_covariates: int, coef_prior_sd: float):
 def latent_class_regression_model(
     data,
     covariates,
-    rank: int,
+    n_components: int,
     *,
     fit_intercept: bool = True,
     coef_prior_sd: float = 2.5,
@@ -237,7 +237,7 @@ def latent_class_regression_model(
     covariates : array_like of float (S,) or (S, D0), or pandas.DataFrame
         Covariates of every row, in the order of ``data``; finite, not collinear.
         ``(S, 0)`` gives the covariate-free model (with the intercept).
-    rank : int
+    n_components : int
         Number of classes F.
     fit_intercept : bool, default True
         Prepend a column of ones (coordinate ``"(intercept)"``).
@@ -284,7 +284,7 @@ def latent_class_regression_model(
     >>> prior.prior_predictive["x"].shape
     (1, 3, 4, 2)
     """
-    rank = check_int(rank, "rank", owner=_OWNER, low=1)
+    n_components = check_int(n_components, "n_components", owner=_OWNER, low=1)
     coef_prior_sd = check_float(coef_prior_sd, "coef_prior_sd", low=0.0, low_open=True)
     factor_prior = check_float(factor_prior, "factor_prior", low=0.0, low_open=True)
     if isinstance(data, CategoricalData):
@@ -299,8 +299,8 @@ def latent_class_regression_model(
     if not keep.all():
         data, design = data[keep], design[keep]
     coords = {
-        "class": np.arange(rank),
-        FREE_CLASS_DIM: np.arange(1, rank),
+        "class": np.arange(n_components),
+        FREE_CLASS_DIM: np.arange(1, n_components),
         "covariate": cov_names,
         **rows_coords(data),
     }
@@ -308,7 +308,7 @@ def latent_class_regression_model(
         rows = pm.Data(DATA_NAME, np.asarray(data.codes), dims=("row", "variable"))
         z = pm.Data(COVARIATES_NAME, design, dims=("row", "covariate"))
         coef_full = coefficient_variables(len(cov_names), coef_prior_sd)
-        factors = factor_priors(data, rank, factor_prior)
+        factors = factor_priors(data, n_components, factor_prior)
         LatentClassRegressionRows(
             OBSERVED_NAME,
             pt.dot(z, coef_full),
@@ -337,7 +337,7 @@ def _regression_model_parts(model):
 # ----------------------------------------------------------- starts and alignment
 
 
-def _point_of(init, n_dim: int, n_cat, rank: int):
+def _point_of(init, n_dim: int, n_cat, n_components: int):
     """``(coef (D', F), factors [(I_n, F)])`` of a fitted estimator or a pair/dict."""
     if hasattr(init, "coef_") and hasattr(init, "factors_"):
         coef, factors = init.coef_, init.factors_
@@ -352,10 +352,10 @@ def _point_of(init, n_dim: int, n_cat, rank: int):
         )
     coef = np.array(coef, dtype=np.float64)
     factors = [np.array(a, dtype=np.float64) for a in factors]
-    want = [(k, rank) for k in n_cat]
-    if coef.shape != (n_dim, rank) or [a.shape for a in factors] != want:
+    want = [(k, n_components) for k in n_cat]
+    if coef.shape != (n_dim, n_components) or [a.shape for a in factors] != want:
         raise DataValidationError(
-            f"'init' must have coef of shape {(n_dim, rank)} and factors of shapes "
+            f"'init' must have coef of shape {(n_dim, n_components)} and factors of shapes "
             f"{want} (the model's design columns, categories and rank); got "
             f"{coef.shape} and {[a.shape for a in factors]}. Fit the estimator on the "
             "model's data and covariates with the same rank and intercept."
@@ -401,8 +401,8 @@ def regression_initvals(
     >>> len(iv), iv[0]["coef"].shape, iv[0]["A_a"].shape
     (2, (2, 1), (2, 2))
     """
-    _, design, names, n_cat, rank = _regression_model_parts(model)
-    coef, factors = _point_of(init, design.shape[1], n_cat, rank)
+    _, design, names, n_cat, n_components = _regression_model_parts(model)
+    coef, factors = _point_of(init, design.shape[1], n_cat, n_components)
     chains = check_int(chains, "chains", owner="regression_initvals", low=1)
     jitter = check_float(jitter, "jitter", low=0.0)
     rng = start_rng(random_seed)
@@ -450,9 +450,9 @@ def align_regression_labels(idata, reference, *, n_refine: int = 2):
     """
     post = idata.posterior
     names = _item_names(post)
-    rank = post.sizes["class"]
+    n_components = post.sizes["class"]
     n_cat = [post.sizes[category_dim(n)] for n in names]
-    _, ref_factors = _point_of(reference, post.sizes["covariate"], n_cat, rank)
+    _, ref_factors = _point_of(reference, post.sizes["covariate"], n_cat, n_components)
     ref = np.concatenate([np.asarray(a, dtype=np.float64) for a in ref_factors]).T
     c, d = post.sizes["chain"], post.sizes["draw"]
     feats = np.concatenate(
@@ -461,9 +461,11 @@ def align_regression_labels(idata, reference, *, n_refine: int = 2):
             for n in names
         ],
         axis=-1,
-    ).reshape(c * d, rank, -1)
+    ).reshape(c * d, n_components, -1)
     perms = hungarian_permutations(feats, ref, n_refine=n_refine)
-    new = apply_permutations(idata, perms.reshape(c, d, rank), "class", "class_permutation")
+    new = apply_permutations(
+        idata, perms.reshape(c, d, n_components), "class", "class_permutation"
+    )
     aligned = new["posterior"].to_dataset()
     full = aligned[COEF_FULL_NAME]
     full = full - full.isel({"class": 0})
@@ -521,7 +523,8 @@ def sample_regression(model, *, init=None, **kwargs):
     --------
     >>> rng = np.random.default_rng(0)
     >>> data = CategoricalData.from_codes(rng.integers(0, 2, (40, 3)))
-    >>> model = latent_class_regression_model(data, rng.normal(size=(40, 1)), rank=2)
+    >>> z = rng.normal(size=(40, 1))
+    >>> model = latent_class_regression_model(data, z, n_components=2)
     >>> idata = sample_regression(model, draws=5, tune=5, chains=1, random_seed=0,
     ...                           progressbar=False)  # doctest: +SKIP
     """
@@ -530,17 +533,17 @@ def sample_regression(model, *, init=None, **kwargs):
 
 def _estimate(model, random_seed):
     """The maximum-likelihood estimate on the model's rows and design."""
-    codes, design, names, n_cat, rank = _regression_model_parts(model)
+    codes, design, names, n_cat, n_components = _regression_model_parts(model)
     data = CategoricalData(codes, n_cat, names)
-    est = LatentClassRegression(rank, fit_intercept=False, random_state=random_seed)
+    est = LatentClassRegression(n_components, fit_intercept=False, random_state=random_seed)
     return _point(model, est.fit(data, covariates=design), random_seed)
 
 
 def _point(model, init, random_seed):
     if init is None:
         return _estimate(model, random_seed)
-    _, design, _, n_cat, rank = _regression_model_parts(model)
-    return _point_of(init, design.shape[1], n_cat, rank)
+    _, design, _, n_cat, n_components = _regression_model_parts(model)
+    return _point_of(init, design.shape[1], n_cat, n_components)
 
 
 def _rewrite(model, point, initvals, method, nuts_sampler, simplex_transform):
@@ -645,7 +648,7 @@ def regression_class_proba(
         data.n_samples,
         fit_intercept=fit_intercept,
         owner="regression_class_proba",
-        check_rank=False,
+        check_n_components=False,
     )
     if z.shape[1] != n_dim:
         raise ValueError(

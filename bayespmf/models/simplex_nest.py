@@ -73,7 +73,7 @@ def _model_info(model) -> dict:
 
 def simplex_nest_model(
     X,
-    n_vertices: int,
+    n_components: int,
     kernel: str = "gaussian",
     alpha=None,
     *,
@@ -97,7 +97,7 @@ def simplex_nest_model(
         document-term matrix: the likelihood is then summed over the nonzero counts
         only (the observed ``x`` has dims ``entry``, one per nonzero, whose coordinate
         is its row) and equals the dense model's.
-    n_vertices : int
+    n_components : int
         ``K``.
     kernel : {"gaussian", "poisson", "multinomial"}, default "gaussian"
     alpha : float, array_like of shape (K,), "vector" or None, default None
@@ -124,7 +124,7 @@ def simplex_nest_model(
     Raises
     ------
     DataValidationError
-        Malformed data or ``n_vertices`` (as for
+        Malformed data or ``n_components`` (as for
         :class:`~bayespmf.estimators.simplex.VLAD`), or ``topic_concentration``
         with a kernel other than ``"multinomial"``.
 
@@ -149,7 +149,7 @@ def simplex_nest_model(
     from bayespmf.fit.simplex import check_alpha, check_nest_data
 
     owner = "simplex_nest_model"
-    arr, K = check_nest_data(X, n_vertices, kernel, owner)  # checks 'kernel' first
+    arr, K = check_nest_data(X, n_components, kernel, owner)  # checks 'kernel' first
     kernel = kernel.lower()
     vector_prior = isinstance(alpha, str)
     if vector_prior and alpha.lower() != "vector":
@@ -234,7 +234,7 @@ def simplex_nest_model(
     model._bayespmf_simplex_nest = {
         "X": arr,
         "kernel": kernel,
-        "n_vertices": K,
+        "n_components": K,
         "alpha": alpha,
         "alpha_prior": "vector" if vector_prior else "symmetric",
     }
@@ -276,7 +276,7 @@ def _point_of(init, info: dict, random_seed) -> dict:
     """``vertices``, ``theta`` and (if known) ``alpha``/``sigma`` of a start."""
     from bayespmf.estimators.simplex import VLAD
 
-    X, K, kernel = info["X"], info["n_vertices"], info["kernel"]
+    X, K, kernel = info["X"], info["n_components"], info["kernel"]
     if init is None:
         init = VLAD(K, kernel, alpha=info["alpha"], random_state=random_seed).fit(X)
     if hasattr(init, "vertices_"):
@@ -362,7 +362,7 @@ def initvals_from_vlad(
     chains = check_int(chains, "chains", owner="initvals_from_vlad", low=1)
     seed = int(rng.integers(2**31 - 1))
     point = _point_of(init, info, seed)
-    X, kernel, K = info["X"], info["kernel"], info["n_vertices"]
+    X, kernel, K = info["X"], info["kernel"], info["n_components"]
     V, theta = point["vertices"], clip_simplex(point["theta"], 1)
     if kernel == "multinomial":
         V = clip_simplex(V, 1)

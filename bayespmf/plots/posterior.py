@@ -123,9 +123,11 @@ def plot_posterior_factors(
 
     post = idata.posterior
     found = _factor_variables(post, names)[:max_variables]
-    rank = post.sizes["class"]
-    offsets = (np.arange(rank) - (rank - 1) / 2) * (_CLASS_SPREAD / max(rank, 1))
-    colors = [f"C{f % 10}" for f in range(rank)]
+    n_components = post.sizes["class"]
+    offsets = (np.arange(n_components) - (n_components - 1) / 2) * (
+        _CLASS_SPREAD / max(n_components, 1)
+    )
+    colors = [f"C{f % 10}" for f in range(n_components)]
     n = len(found)
     ncols = max(1, min(3, n))
     nrows = 1 + int(np.ceil(n / ncols))
@@ -136,7 +138,7 @@ def plot_posterior_factors(
         # values: (chain, draw, class, n_cat)
         mean = values.mean(axis=(0, 1))
         hdi = hdi_of_draws(values, hdi_prob)  # (class, n_cat, 2)
-        for f in range(rank):
+        for f in range(n_components):
             x = np.arange(n_cat) + offsets[f]
             err = np.abs(hdi[f].T - mean[f])
             ax.errorbar(x, mean[f], yerr=err, fmt="o", ms=3, lw=1, color=colors[f])
@@ -148,9 +150,9 @@ def plot_posterior_factors(
     ax.set_xticks([0], ["class weights"])
     ax.set_ylabel("Pr(class)")
     handles = [plt.Line2D([], [], color=c, marker="o", ls="") for c in colors]
-    class_labels = post["class"].values if "class" in post.coords else range(rank)
+    class_labels = post["class"].values if "class" in post.coords else range(n_components)
     labels = [f"class {c}" for c in class_labels]
-    ax.legend(handles, labels, ncols=min(rank, 6), fontsize=8, loc="upper right")
+    ax.legend(handles, labels, ncols=min(n_components, 6), fontsize=8, loc="upper right")
     for k, (name, var, dim) in enumerate(found):
         ax = fig.add_subplot(grid[1 + k // ncols, k % ncols])
         cats = [str(c) for c in post[dim].values]

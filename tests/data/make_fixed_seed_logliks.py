@@ -36,7 +36,7 @@ CASES = [
 
 
 def data():
-    d, _ = make_latent_class(400, [3, 2, 4, 3, 2], rank=3, random_state=7)
+    d, _ = make_latent_class(400, [3, 2, 4, 3, 2], n_components=3, random_state=7)
     d, _ = d.hide_entries(0.2, random_state=1)
     return d
 

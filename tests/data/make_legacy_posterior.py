@@ -9,11 +9,11 @@ from bayespmf import LatentClassPMF, datasets, io
 from bayespmf.models import latent_class_model, sample
 
 sim, _ = datasets.make_latent_class(
-    60, n_categories=[2, 3, 2], rank=2, observed_prob=0.8, random_state=0
+    60, n_categories=[2, 3, 2], n_components=2, observed_prob=0.8, random_state=0
 )
-est = LatentClassPMF(rank=2, random_state=0).fit(sim)
+est = LatentClassPMF(n_components=2, random_state=0).fit(sim)
 idata = sample(
-    latent_class_model(sim, rank=2),
+    latent_class_model(sim, n_components=2),
     init=est,
     draws=20,
     tune=20,

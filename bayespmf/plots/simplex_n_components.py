@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_n_vertices"]
+__all__ = ["plot_simplex_n_components"]
 
 
-def plot_n_vertices(table):
+def plot_simplex_n_components(table):
     """Held-out completion error (with error bars) against the number of vertices K.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        From :func:`bayespmf.fit.simplex_selection.select_n_vertices`: indexed by
-        ``n_vertices`` with ``completion_mse``, ``completion_se`` and, if present,
+        From :func:`bayespmf.fit.simplex_selection.select_simplex_n_components`: indexed by
+        ``n_components`` with ``completion_mse``, ``completion_se`` and, if present,
         ``heldout_distance2`` and ``chosen``.
 
     Returns
@@ -30,8 +30,8 @@ def plot_n_vertices(table):
     >>> t = pd.DataFrame({"completion_mse": [3.0, 1.0, 1.2],
     ...                   "completion_se": [0.1, 0.1, 0.1],
     ...                   "chosen": [False, True, False]},
-    ...                  index=pd.Index([2, 3, 4], name="n_vertices"))
-    >>> len(plot_n_vertices(t).axes)
+    ...                  index=pd.Index([2, 3, 4], name="n_components"))
+    >>> len(plot_simplex_n_components(t).axes)
     1
     """
     import matplotlib.pyplot as plt

@@ -676,3 +676,37 @@ def test_cnmf_spa_anchor_prior_is_exact_and_follows_singlespa(separable_case, sa
     assert not np.allclose(anchors.weights, ls.weights)
     with pytest.raises(ValueError, match="prior"):
         cnmf_spa(m, 3, prior="max")
+
+
+def test_nnls_where_scipys_active_set_cycles():
+    """A CNMF-SPA H-step met in a distal-outcome simulation (S = 500 binary items): y is
+    exactly 0.46 times G's last column, and SciPy's NNLS stops with "Maximum number of
+    iterations reached"; the kernel then solves it by BVLS."""
+    from scipy.optimize import nnls
+
+    from bayespmf.kernels.cnmf_spa import _nnls_rows
+
+    G = np.array(
+        [
+            [0.3533568904593639, 0.5483870967741935, 0.4434782608695652],
+            [0.646643109540636, 0.4516129032258065, 0.5565217391304348],
+            [0.36042402826855124, 0.511520737327189, 0.4391304347826087],
+            [0.6395759717314488, 0.48847926267281105, 0.5608695652173913],
+            [0.47703180212014135, 0.6405529953917051, 0.4739130434782609],
+            [0.5229681978798586, 0.3594470046082949, 0.5260869565217392],
+        ]
+    )
+    y = np.array([0.204, 0.256, 0.202, 0.258, 0.218, 0.242])
+    try:
+        nnls(G, y)
+        cycles = False
+    except RuntimeError:
+        cycles = True
+    h = _nnls_rows(G, y[:, None])[0]
+    np.testing.assert_allclose(h, [0.0, 0.0, 0.46], atol=1e-12)
+    assert np.all(h >= 0)
+    # KKT: the gradient vanishes on the support and is >= 0 off it
+    grad = G.T @ (G @ h - y)
+    assert abs(grad[2]) < 1e-12 and np.all(grad[:2] > -1e-12)
+    if not cycles:  # a SciPy that no longer cycles here still gets the same answer
+        np.testing.assert_allclose(nnls(G, y)[0], h, atol=1e-12)

@@ -108,9 +108,12 @@ def test_naive_estimate_and_its_standard_error_are_the_textbook_ones(tiny):
     for t in range(2):
         yt = y[modal == t]
         assert fit.estimates.loc[t, "mean"] == pytest.approx(yt.mean(), rel=1e-12)
-        # the sandwich SE of a mean: sqrt(sum (y - ybar)^2) / n
+        # the sandwich SE of a mean: sqrt(sum (y - ybar)^2) / n (the classification
+        # held fixed; the reported SE adds the measurement model's uncertainty)
         se = np.sqrt(np.sum((yt - yt.mean()) ** 2)) / yt.size
-        assert fit.stderr.loc[t, "mean"] == pytest.approx(se, rel=1e-5)
+        cond = fit.info["stderr_conditional"]
+        assert cond.loc[t, "mean"] == pytest.approx(se, rel=1e-5)
+        assert fit.stderr.loc[t, "mean"] >= cond.loc[t, "mean"]
 
 
 def _ml_by_scipy(fixed_log, y, n_cls=2):
@@ -182,7 +185,7 @@ def test_ml_standard_errors_are_the_inverse_hessian(rng):
                 + loglik(m - e_j - e_k)
             ) / (4 * h * h)
     se_means_only = np.sqrt(np.diag(np.linalg.inv(-hess)))
-    se = fit.stderr["mean"].to_numpy()
+    se = fit.info["stderr_conditional"]["mean"].to_numpy()  # D treated as known
     assert np.all(se >= se_means_only * (1 - 1e-4))
     assert np.all(se < 2 * se_means_only)
 
@@ -413,3 +416,54 @@ def test_one_step_class_predictors_reach_the_covariate_models_optimum():
     assert ours.loglik == pytest.approx(ref.loglik, abs=1e-6)
     np.testing.assert_allclose(ours.estimates.to_numpy(), beta, atol=1e-4)
     np.testing.assert_allclose(ours.stderr.to_numpy()[:, 1], ref.stderr[:, 1], rtol=1e-3)
+
+
+@pytest.mark.parametrize("correction", ["bch", "ml"])
+def test_three_step_standard_errors_add_the_first_steps_uncertainty(rng, correction):
+    """Bakk, Oberski & Vermunt (2014): V = V_cond + J Sigma1 J', J by refitting step 3
+    through the public API from measurement models moved along each free coordinate
+    (weights and indicator probabilities)."""
+    from bayespmf.estimators import LatentClassPMF
+    from bayespmf.fit.distal import _indicator_components, _information, _inverse
+    from bayespmf.kernels.distal import StructuralState
+
+    x, _, y = simulate(600, rng)
+    model = LatentClassPMF(2, n_init=5, random_state=0).fit(x)
+    weights, factors = model.weights_, model.factors_
+    fit = distal_outcome(model, x, y, "gaussian", correction=correction)
+    ind, _ = _indicator_components(x, factors)
+    state1 = StructuralState(weights, None, tuple(c.theta for c in ind))
+    info1, _, blocks1 = _information(
+        state1, ind, np.zeros((x.shape[0], 2)), None, resp=None, fixed_weights=False
+    )
+    sigma1 = _inverse(info1)  # weights first, then the indicators
+    cols, h = [], 1e-5
+    for b, (flat, jmap, _) in enumerate(blocks1):
+        for j in range(jmap.shape[1]):
+            est = []
+            for sign in (1, -1):
+                w, pert = weights.copy(), [a.copy() for a in factors]
+                moved = flat + sign * h * jmap[:, j]
+                if b == 0:
+                    w = moved
+                else:
+                    pert[b - 1] = moved.reshape(2, -1).T
+                f = distal_outcome(
+                    (w, pert),
+                    x,
+                    y,
+                    "gaussian",
+                    correction=correction,
+                    stderr=False,
+                    tol=1e-12,
+                    max_iter=5000,
+                )
+                est.append(f.estimates.to_numpy().ravel())
+            cols.append((est[0] - est[1]) / (2 * h))
+    jac = np.array(cols).T  # (means and variances, free measurement coordinates)
+    n_par = fit.estimates.shape[1]
+    cond = fit.info["stderr_conditional"].to_numpy().ravel() ** 2
+    var = cond + np.diag(jac @ sigma1 @ jac.T)
+    np.testing.assert_allclose(fit.stderr.to_numpy().ravel(), np.sqrt(var), rtol=2e-3)
+    assert np.all(fit.stderr["mean"] > fit.info["stderr_conditional"]["mean"])
+    assert n_par == 2

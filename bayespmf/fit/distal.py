@@ -95,6 +95,12 @@ DEFAULT_TOL = 1e-12
 #: probability): truncation error O(FD_STEP^2) relative.
 FD_STEP = 1e-4
 
+#: The step-3 refits of the Bakk-Oberski-Vermunt correction (``"ml"``) run to this
+#: tolerance at least (and this many iterations at most), so that their central
+#: differences measure the estimate's slope, not where EM stopped.
+BOV_TOL = 1e-12
+BOV_MAX_ITER = 5000
+
 #: Label of the intercept row of :func:`class_predictors`' estimates (parenthesized, as
 #: ``LatentClassRegression.coef_`` labels it, so that no covariate column can clash).
 INTERCEPT = "(intercept)"
@@ -187,7 +193,7 @@ def _measurement(estimator, data, owner):
             f"The 'estimator' parameter of {owner} must be a fitted LatentClassPMF (or a "
             f"(weights, factors) pair); got {type(estimator).__name__} without "
             "'weights_' and 'factors_'. Fit the measurement model first: "
-            "LatentClassPMF(rank).fit(data)."
+            "LatentClassPMF(n_components).fit(data)."
         )
     codes = estimator._codes(data) if hasattr(estimator, "_codes") else None
     factors = [np.asarray(a, dtype=float) for a in estimator.factors_]
@@ -518,6 +524,51 @@ def _two_step_covariance(state, comps, keep, codes, weights, factors, design, fi
     return j2 @ v2 @ j2.T
 
 
+def _flat_state(state, with_weights):
+    """A structural state as the flat vector its covariance is in (``_covariance``)."""
+    parts = [state.weights] if with_weights and state.weights is not None else []
+    if state.beta is not None:
+        parts.append(state.beta[:, 1:].ravel())
+    return np.concatenate(parts + [t.ravel() for t in state.thetas])
+
+
+def _bov_covariance(cov, refit, codes, weights, factors, with_weights):
+    r"""Bakk, Oberski & Vermunt's (2014) covariance of a three-step estimate.
+
+    :math:`V = V_2 + J \Sigma_1 J^\top`: ``cov`` (:math:`V_2`, the step-3 covariance
+    with the measurement model treated as known) plus the first step's uncertainty
+    carried through the classification: :math:`\Sigma_1` the inverse information of
+    the measurement model (class weights and indicator probabilities, in their free
+    coordinates) and :math:`J = \partial \hat\theta_2 / \partial \theta_1` the
+    central-difference Jacobian of the step-3 estimate ``refit(weights, factors)``
+    (re-run from the perturbed measurement model: its posterior, its
+    classification-error matrix and, for BCH, its weights).
+    """
+    n_rows, n_cls = codes.shape[0], weights.size
+    ind, _ = _indicator_components(codes, factors)
+    state1 = StructuralState(weights, None, tuple(c.theta for c in ind))
+    info1, _, blocks1 = _information(
+        state1, ind, np.zeros((n_rows, n_cls)), None, resp=None, fixed_weights=False
+    )
+    sigma1 = _inverse(info1)
+    steps = []
+    for _, jmap, scale in blocks1:
+        first = np.argmax(jmap > 0, axis=0) if jmap.shape[1] else np.zeros(0, int)
+        steps.append(FD_STEP * scale[first])
+    steps = np.concatenate(steps)
+
+    def estimate(delta):
+        st = _rebuild(state1, blocks1, delta, False)
+        return _flat_state(refit(st.weights, [t.T for t in st.thetas]), with_weights)
+
+    jac = np.empty((cov.shape[0], steps.size))
+    for j, h in enumerate(steps):
+        e = np.zeros(steps.size)
+        e[j] = h
+        jac[:, j] = (estimate(e) - estimate(-e)) / (2.0 * h)
+    return cov + jac @ sigma1 @ jac.T
+
+
 # ------------------------------------------------------------------- Wald tests
 
 
@@ -623,6 +674,24 @@ def _structural(
     the components), the block sizes and a dict of diagnostics.
     """
     n_cls = weights.size
+
+    def refit(w, f):  # the step-3 estimate from another measurement model
+        return _structural(
+            codes,
+            w,
+            f,
+            components,
+            aux,
+            correction,
+            design=design,
+            beta0=beta0,
+            fix_weights=fix_weights,
+            stderr=False,
+            max_iter=max(max_iter, BOV_MAX_ITER),
+            tol=min(tol, BOV_TOL),
+            owner=owner,
+        )[0]
+
     log_x = class_log_joint(codes, np.ones(n_cls), factors)  # log Pr(x_i | t)
     post = posterior_from_log_joint(log_x + np.log(np.maximum(weights, 1e-300)), weights)
     modal, dmat = classification_error(post)
@@ -647,6 +716,9 @@ def _structural(
         cov, sizes = _covariance(
             state, comps, fixed, dsg, resp=resp, fixed_weights=True, stderr=stderr
         )
+        if stderr:  # add the first step's uncertainty (Bakk, Oberski & Vermunt 2014)
+            diag["covariance_conditional"] = cov
+            cov = _bov_covariance(cov, refit, codes, weights, factors, with_weights=False)
         diag.update(loglik=np.nan, n_iter=0, converged=True)
         return state, cov, sizes, diag
 
@@ -701,6 +773,11 @@ def _structural(
         diag["covariance_conditional"] = cov
         cov = _two_step_covariance(
             state, comps, keep, codes, weights, factors, dsg, not free_weights
+        )
+    if correction == "ml" and stderr:  # Bakk, Oberski & Vermunt (2014)
+        diag["covariance_conditional"] = cov
+        cov = _bov_covariance(
+            cov, refit, codes, weights, factors, with_weights=free_weights
         )
     if correction == "one-step":  # report the outcome block only
         n_ind = len(comps) - len(components)
@@ -781,7 +858,9 @@ def distal_outcome(
         them with the structural model.
     stderr : bool, default True
         Compute standard errors and Wald tests (numerical information: two score
-        evaluations per free parameter); False leaves them NaN.
+        evaluations per free parameter; for ``"none"``, ``"bch"`` and ``"ml"`` also
+        two step-3 refits per measurement parameter, see Notes); False leaves them
+        NaN.
     max_iter, tol : int, float
         Cap and Aitken tolerance of the structural EM (:mod:`bayespmf.fit.loop`).
 
@@ -811,19 +890,21 @@ def distal_outcome(
     the weighted estimating equations with the weights held fixed (Bakk, Tekle &
     Vermunt 2013 recommend robust standard errors for BCH); ``"ml"``: the inverse
     observed information of the structural likelihood (numerical Jacobian of its
-    exact score) with the classification errors :math:`D` treated as known;
+    exact score) with the classification errors :math:`D` treated as known. To
+    these three, the first step's uncertainty is added as Bakk, Oberski & Vermunt
+    (2014) do: :math:`V_2 + J \Sigma_1 J^\top`, :math:`\Sigma_1` the measurement
+    model's inverse information and :math:`J` the derivative of the step-3 estimate
+    with respect to the measurement parameters (central differences, re-running
+    step 3); the standard errors without it are in ``info["stderr_conditional"]``.
     ``"two-step"``: Bakk & Kuha's (2018) covariance, which adds the first
     step's uncertainty, :math:`I_{22}^{-1} + I_{22}^{-1} I_{21} \Sigma_1 I_{12}
     I_{22}^{-1}` (the joint model's information at the estimate, :math:`\Sigma_1`
     the measurement model's inverse information; the conditional standard errors
     are in ``info["stderr_conditional"]``); ``"one-step"``: the inverse observed
     information in all parameters, the indicators' included (probabilities within
-    ``BOUNDARY`` of 0 or 1 held fixed). The naive, BCH and ML standard errors
-    therefore do not account for the uncertainty of the measurement model (the
-    correction of Bakk, Oberski & Vermunt 2014 is not implemented), which is small
-    when the classes are well separated and the sample large, and understates them
-    otherwise. The Wald statistics are :math:`(C\hat\theta)^\top (C V C^\top)^{+}
-    (C\hat\theta)`, chi-squared with ``rank(C V C^T)`` degrees of freedom.
+    ``BOUNDARY`` of 0 or 1 held fixed). The Wald statistics are
+    :math:`(C\hat\theta)^\top (C V C^\top)^{+} (C\hat\theta)`, chi-squared with
+    ``rank(C V C^T)`` degrees of freedom.
 
     References
     ----------

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment, nnls
+from scipy.optimize import linear_sum_assignment, lsq_linear, nnls
 
 from bayespmf._validation import (
     DataValidationError,
@@ -187,11 +187,24 @@ def _rows(offsets, variables) -> np.ndarray:
     return np.concatenate([np.arange(offsets[v], offsets[v + 1]) for v in variables])
 
 
+def _nnls(G: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``argmin_{b >= 0} ||y - G b||``: :func:`scipy.optimize.nnls`, or BVLS where it fails.
+
+    SciPy's active-set NNLS stops with a ``RuntimeError`` after ``3 n`` iterations
+    when it cycles on a nearly singular ``G``; the same problem is then solved by
+    bounded-variable least squares (:func:`scipy.optimize.lsq_linear`, ``"bvls"``).
+    """
+    try:
+        return nnls(G, y)[0]
+    except RuntimeError:
+        return lsq_linear(G, y, bounds=(0.0, np.inf), method="bvls").x
+
+
 def _nnls_rows(G: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """``argmin_{B >= 0} ||Y - G B^T||_F``, column by column of ``Y``; (Y cols, F)."""
     out = np.empty((Y.shape[1], G.shape[1]))
     for q in range(Y.shape[1]):
-        out[q] = nnls(G, Y[:, q])[0]
+        out[q] = _nnls(G, Y[:, q])
     return out
 
 

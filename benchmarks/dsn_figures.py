@@ -51,13 +51,9 @@ from _common import parse_args_quick, timed
 from bayespmf.datasets._simulate import make_simplex_nest
 from bayespmf.estimators.simplex import GDM, VLAD, SimplexSPA
 from bayespmf.kernels.extension_table import extension_gamma_fn
-from bayespmf.kernels.vlad import (
-    dirichlet_cov_scale,
-    extend_centroids,
-    kmeans,
-    preprocess,
-    top_subspace,
-)
+from bayespmf.kernels.kmeans import kmeans
+from bayespmf.kernels.vlad_geometry import extend_centroids, preprocess, top_subspace
+from bayespmf.kernels.vlad_moments import dirichlet_cov_scale
 from bayespmf.metrics import min_matching_distance
 
 PAPER_N = (1000, 3000, 10_000, 30_000)

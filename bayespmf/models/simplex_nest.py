@@ -295,7 +295,7 @@ def _point_of(init, info: dict, random_seed) -> dict:
     elif isinstance(init, dict) and "vertices" in init:
         point = dict(init)
         if "theta" not in point:
-            from bayespmf.kernels.vlad import barycentric_weights, preprocess
+            from bayespmf.kernels.vlad_geometry import barycentric_weights, preprocess
 
             point["theta"] = barycentric_weights(
                 preprocess(X, kernel)[0], np.asarray(point["vertices"], dtype=float)

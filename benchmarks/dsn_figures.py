@@ -451,7 +451,7 @@ def small_n(seeds):
 
 
 def bayes(n, D, K, alpha, sigma, draws, tune, chains, advi_iter, seed):
-    from bayespmf.models.simplex_nest import sample_simplex_nest, simplex_nest_model
+    from bayespmf.models import sample, simplex_nest_model
 
     print(
         f"\n== NUTS / ADVI vs VLAD: Gaussian n={n}, D={D}, K={K}, alpha={alpha}, "
@@ -470,7 +470,7 @@ def bayes(n, D, K, alpha, sigma, draws, tune, chains, advi_iter, seed):
         ("advi", {"draws": draws, "advi_iterations": advi_iter}),
     ):
         idata, t = timed(
-            lambda method=method, kw=kw: sample_simplex_nest(
+            lambda method=method, kw=kw: sample(
                 model, init=vlad, method=method, random_seed=seed, progressbar=False, **kw
             )
         )

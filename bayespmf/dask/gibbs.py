@@ -50,7 +50,7 @@ from bayespmf.kernels.gibbs_numba import draw_class_counts, draw_conjugate
 from bayespmf.models import (
     align_labels,
     check_sampler_args,
-    initvals_from_params,
+    initvals,
     latent_class_model,
 )
 from bayespmf.models.latent_class import factor_var_name
@@ -369,7 +369,7 @@ def sample_gibbs(
     # exactly as bayespmf.models.sample does; it holds one row, never the data
     stand_in_model = latent_class_model(stand_in, rank)
     if init is not None:  # refuse a bad start before any pass over the data
-        initvals_from_params(stand_in_model, init)
+        initvals(stand_in_model, init)
 
     n_cat = ddata.n_categories
     offsets = offsets_of(n_cat)
@@ -400,9 +400,7 @@ def sample_gibbs(
     jitter_rng = np.random.default_rng(
         np.random.SeedSequence(entropy, spawn_key=(_JITTER_STREAM,))
     )
-    starts = initvals_from_params(
-        stand_in_model, init, chains=chains, random_seed=jitter_rng
-    )
+    starts = initvals(stand_in_model, init, chains=chains, random_seed=jitter_rng)
     log_w = np.log(np.stack([s["weights"] for s in starts]))
     log_a = np.log(
         np.stack(

@@ -14,8 +14,8 @@ Examples
 (5,)
 
 The application layer (:mod:`bayespmf.apps`: tasks, baselines, specifications, the
-runner and the command line) is not imported here. ``bayespmf.tasks`` still works: it
-imports :mod:`bayespmf.apps.tasks` on first access (a module ``__getattr__``).
+runner and the command line) is not imported here: import it from there
+(``from bayespmf.apps import tasks``).
 """
 
 import bayespmf._runtime  # noqa: F401  (first: PyTensor BLAS flags, ArviZ notice)
@@ -51,12 +51,3 @@ __all__ = [
     "io",
     "squarem",
 ]
-
-
-def __getattr__(name: str):
-    """Import the application layer's ``tasks`` on first access (PEP 562)."""
-    if name == "tasks":
-        from bayespmf.apps import tasks
-
-        return tasks
-    raise AttributeError(f"module 'bayespmf' has no attribute {name!r}")

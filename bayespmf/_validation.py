@@ -35,7 +35,7 @@ __all__ = [
 #: and "auto": EM fits a 100,000-category variable in seconds); the methods whose
 #: statistics grow with sums of I_j I_k (CNMF, JUROR) or I_j I_k I_l (CTD) compare their
 #: needs with the available memory before allocating, and "auto" leaves its CNMF-SPA
-#: start out when it does not fit (bayespmf.fit.latent_class.memory_estimate).
+#: start out when it does not fit (bayespmf.fit.memory.memory_estimate).
 MAX_CATEGORIES = 100_000
 
 

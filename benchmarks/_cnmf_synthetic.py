@@ -70,7 +70,7 @@ from bayespmf.fit.cnmf import cnmf_opt
 from bayespmf.fit.defaults import DEFAULT_MAX_ITER, DEFAULT_TOL
 from bayespmf.fit.multistart import floor_params
 from bayespmf.kernels import cnmf_spa as _spa_kernel
-from bayespmf.kernels.cnmf import cnmf_spa
+from bayespmf.kernels.cnmf_spa import cnmf_spa
 from bayespmf.marginals import pairwise_marginals
 from bayespmf.metrics import factor_mse, joint_pmf_relative_error
 from bayespmf.pmf import log_likelihood_rows

@@ -37,7 +37,7 @@ from bayespmf.fit import defaults
 from bayespmf.fit import latent_class as lc
 from bayespmf.fit import multistart as ms
 from bayespmf.fit import source as fit_source
-from bayespmf.kernels.cnmf import cnmf_spa
+from bayespmf.kernels.cnmf_spa import cnmf_spa
 
 
 def main(argv=None) -> None:

@@ -26,7 +26,7 @@ from _cnmf_synthetic import PUBLISHED, code_epsilon
 from _common import parse_args_quick
 
 from bayespmf.datasets import make_latent_class
-from bayespmf.kernels.cnmf import cnmf_spa
+from bayespmf.kernels.cnmf_spa import cnmf_spa
 from bayespmf.marginals import pairwise_marginals
 from bayespmf.metrics import factor_mse
 

@@ -51,13 +51,9 @@ from _common import parse_args_quick, timed
 from bayespmf.datasets._simulate import make_simplex_nest
 from bayespmf.estimators.simplex import GDM, VLAD, SimplexSPA
 from bayespmf.kernels.extension_table import extension_gamma_fn
-from bayespmf.kernels.vlad import (
-    dirichlet_cov_scale,
-    extend_centroids,
-    kmeans,
-    preprocess,
-    top_subspace,
-)
+from bayespmf.kernels.kmeans import kmeans
+from bayespmf.kernels.vlad_geometry import extend_centroids, preprocess, top_subspace
+from bayespmf.kernels.vlad_moments import dirichlet_cov_scale
 from bayespmf.metrics import min_matching_distance
 
 PAPER_N = (1000, 3000, 10_000, 30_000)
@@ -455,7 +451,7 @@ def small_n(seeds):
 
 
 def bayes(n, D, K, alpha, sigma, draws, tune, chains, advi_iter, seed):
-    from bayespmf.models.simplex_nest import sample_simplex_nest, simplex_nest_model
+    from bayespmf.models import sample, simplex_nest_model
 
     print(
         f"\n== NUTS / ADVI vs VLAD: Gaussian n={n}, D={D}, K={K}, alpha={alpha}, "
@@ -474,7 +470,7 @@ def bayes(n, D, K, alpha, sigma, draws, tune, chains, advi_iter, seed):
         ("advi", {"draws": draws, "advi_iterations": advi_iter}),
     ):
         idata, t = timed(
-            lambda method=method, kw=kw: sample_simplex_nest(
+            lambda method=method, kw=kw: sample(
                 model, init=vlad, method=method, random_seed=seed, progressbar=False, **kw
             )
         )

@@ -9,11 +9,11 @@ symmetric Dir(alpha), this script fits VLAD (``fit_simplex_nest``, its defaults)
 
 * ``pearson``: the rule VLAD used before issue 35, recomputed on the same k-means
   cells: Pearson's chi-square of the cell counts against ``n / K``
-  (:func:`~bayespmf.kernels.vlad.mass_balance`) below 1e-4 and a total variation
+  (:func:`~bayespmf.kernels.vlad_asymmetric.mass_balance`) below 1e-4 and a total variation
   from ``1 / K`` above 0.03; then how many of its p-values fall below 0.05 and 0.01
   (a calibrated test: 5 % and 1 % of the seeds);
 * ``calibrated``: the same for the p-value of
-  :func:`~bayespmf.kernels.vlad.symmetry_test` (the counts against the fitted
+  :func:`~bayespmf.kernels.vlad_asymmetric.symmetry_test` (the counts against the fitted
   symmetric nest simulated with the kernel's noise), whose first number is its
   rule without the noise gate (p < ``ASYMMETRY_P_VALUE``, total variation above
   ``ASYMMETRY_MIN_TV``);
@@ -21,8 +21,8 @@ symmetric Dir(alpha), this script fits VLAD (``fit_simplex_nest``, its defaults)
   bulk) and how many of their calibrated p-values fall below 0.05 and 0.01;
 * ``VLAD falls back``: the fits that fell back to a vector alpha (the rule above and a
   signal margin above 1), the smallest signal margin
-  (:func:`~bayespmf.kernels.vlad.signal_margin`) and the largest noise fraction over
-  the seeds (:func:`~bayespmf.kernels.vlad.noise_fraction`);
+  (:func:`~bayespmf.kernels.vlad_moments.signal_margin`) and the largest noise fraction over
+  the seeds (:func:`~bayespmf.kernels.vlad_moments.noise_fraction`);
 * alpha-hat, mean +- sd over the fits that did not fall back, against the truth.
 
 ``--figs asym`` adds the power side: Supplement C's triangle (n = 5000, D = K = 3,
@@ -60,7 +60,7 @@ from bayespmf.fit.simplex import (
     ASYMMETRY_P_VALUE,
     fit_simplex_nest,
 )
-from bayespmf.kernels.vlad import mass_balance
+from bayespmf.kernels.vlad_asymmetric import mass_balance
 
 PAPER_N = (1000, 3000, 10_000, 30_000)
 SETTINGS = {

@@ -14,12 +14,13 @@ back), then the mean and median rows.
     python benchmarks/dsn_triangle.py --noise-check         # vector alpha, noise or not
 
 ``--noise-check`` runs VLAD's vector-alpha fallback twice on the same data, without
-and with the simulated noise of :func:`bayespmf.kernels.vlad.estimate_alpha_vector`
-(``noise_aware``, the default). Measured (2026-11-26, seeds 0-9, 2 shared cores):
-distance mean / median / max 0.346 / 0.320 / 0.745 without, 0.246 / 0.204 / 0.560
-with (seeds 1 and 9: 0.627 -> 0.192 and 0.745 -> 0.317, alpha_0-hat 1.80 -> 3.49 and
-2.01 -> 3.39 against the true 4.5; worse on seeds 2, 4, 6, 7: 0.13 -> 0.36, 0.05 ->
-0.12, 0.36 -> 0.56, 0.19 -> 0.28); GDM 0.97 / 0.75, and VLAD is still worse than GDM
+and with the simulated noise of
+:func:`bayespmf.kernels.vlad_asymmetric.estimate_alpha_vector` (``noise_aware``, the
+default). Measured (2026-11-26, seeds 0-9, 2 shared cores): distance mean / median /
+max 0.346 / 0.320 / 0.745 without, 0.246 / 0.204 / 0.560 with (seeds 1 and 9: 0.627
+-> 0.192 and 0.745 -> 0.317, alpha_0-hat 1.80 -> 3.49 and 2.01 -> 3.39 against the
+true 4.5; worse on seeds 2, 4, 6, 7: 0.13 -> 0.36, 0.05 -> 0.12, 0.36 -> 0.56, 0.19
+-> 0.28); GDM 0.97 / 0.75, and VLAD is still worse than GDM
 on seed 9 (0.317 against 0.264).
 """
 

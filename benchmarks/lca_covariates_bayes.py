@@ -7,7 +7,7 @@ of the entries missing), fits
 * the maximum-likelihood estimate ``LatentClassRegression(F)`` (standard errors from
   the observed information),
 * the posterior of ``latent_class_regression_model`` by NUTS
-  (``sample_regression``, chains started at that estimate and aligned to it), and
+  (``bayespmf.models.sample``, chains started at that estimate and aligned to it), and
 * StepMix's one-step model (``StepMix(n_components=F, measurement="categorical_nan",
   structural="covariate", n_steps=1)``, via ``lca_covariates.fit_stepmix``),
 
@@ -33,7 +33,7 @@ from bayespmf.metrics import match_components
 from bayespmf.models import (
     convergence_summary,
     latent_class_regression_model,
-    sample_regression,
+    sample,
 )
 from bayespmf.pmf import stack_factors
 
@@ -58,7 +58,7 @@ def main():
 
     t0 = time.perf_counter()
     model = latent_class_regression_model(x, z, RANK, n_categories=[3] * 6)
-    idata = sample_regression(
+    idata = sample(
         model,
         init=est,
         draws=args.draws,

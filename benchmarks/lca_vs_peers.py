@@ -33,7 +33,7 @@ from bayespmf.datasets import load_car, load_nursery, load_votes, make_latent_cl
 from bayespmf.estimators import LatentClassPMF
 from bayespmf.fit import bootstrap_lrt, fit_latent_class, standard_errors
 from bayespmf.fit.bootstrap_lrt import simulate_like, split_starts
-from bayespmf.fit.latent_class import LocalOptimumWarning
+from bayespmf.fit.multistart import LocalOptimumWarning
 from bayespmf.kernels.em import init_random
 from bayespmf.pmf import (
     LatentClassParams,

@@ -27,7 +27,8 @@ from _common import parse_args_quick
 from bayespmf.datasets import load_car, load_votes, make_latent_class
 from bayespmf.fit import source as fit_source
 from bayespmf.fit.defaults import DEFAULT_TOL
-from bayespmf.fit.latent_class import fit_latent_class, multistart
+from bayespmf.fit.latent_class import fit_latent_class
+from bayespmf.fit.multistart import multistart
 from bayespmf.fit.source import as_source
 
 

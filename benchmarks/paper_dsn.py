@@ -80,8 +80,8 @@ from _paper import RESULTS_DIR, Report
 from bayespmf.datasets._simulate import make_simplex_nest
 from bayespmf.estimators.simplex import GDM, VLAD, SimplexSPA
 from bayespmf.kernels.extension_table import extension_gamma_fn
-from bayespmf.kernels.vlad import dirichlet_cov_scale
 from bayespmf.kernels.vlad_geometry import barycentric_weights
+from bayespmf.kernels.vlad_moments import dirichlet_cov_scale
 from bayespmf.metrics import min_matching_distance
 
 PAPER = "Yurochkin et al. (DSN)"

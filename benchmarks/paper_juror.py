@@ -155,7 +155,7 @@ from bayespmf.fit import LocalOptimumWarning, fit_em
 from bayespmf.fit.ctd import ctd
 from bayespmf.fit.defaults import DEFAULT_MAX_ITER, DEFAULT_TOL
 from bayespmf.fit.juror import DEFAULT_G3_MAX_ITER, juror
-from bayespmf.kernels.cnmf import cnmf_spa
+from bayespmf.kernels.cnmf_spa import cnmf_spa
 from bayespmf.kernels.juror import PATIENCE, JurorProblem, g3_init, g3_step
 from bayespmf.marginals import (
     PairwiseMarginals,

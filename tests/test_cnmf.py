@@ -7,11 +7,8 @@ from scipy.optimize import linear_sum_assignment
 
 from bayespmf import ConvergenceWarning, DataValidationError
 from bayespmf.fit.cnmf import cnmf_opt
-from bayespmf.kernels.cnmf import (
-    cnmf_spa,
-    max_cnmf_rank,
-    pairwise_misfit,
-)
+from bayespmf.kernels.cnmf_common import max_cnmf_rank, pairwise_misfit
+from bayespmf.kernels.cnmf_spa import cnmf_spa
 from bayespmf.marginals import PairwiseMarginals, pairwise_marginals
 from bayespmf.pmf import joint_pmf, offsets_of
 
@@ -397,7 +394,7 @@ def test_opt_from_spa_improves_fit(sampled_case):
 
 
 def test_compiled_gradient_matches_finite_differences(sampled_case):
-    from bayespmf.kernels._cnmf_common import expand_pair_weights, pair_weight_matrix
+    from bayespmf.kernels.cnmf_common import expand_pair_weights, pair_weight_matrix
     from bayespmf.kernels.cnmf_opt import _compiled_kl
 
     _, _, m = sampled_case

@@ -19,7 +19,7 @@ from bayespmf.datasets import make_latent_class
 from bayespmf.estimators import LatentClassPMF
 from bayespmf.models import (
     impute,
-    initvals_from_params,
+    initvals,
     latent_class_model,
     posterior_class_proba,
     posterior_predict_proba,
@@ -268,7 +268,7 @@ def test_start_with_a_larger_alphabet_than_the_model_is_refused(fitted):
     assert sub.categories[2] == ["w", "x", "y"]
     model = latent_class_model(sub, n_components=2)
     with pytest.raises(ValueError, match=r"'c' has 3 categories in the model and 4"):
-        initvals_from_params(model, est)
+        initvals(model, est)
 
 
 # ------------------------------------------------------------ labels and columns

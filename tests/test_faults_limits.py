@@ -29,17 +29,16 @@ from bayespmf.datasets import make_latent_class
 from bayespmf.estimators import LatentClassPMF
 from bayespmf.fit import multistart as ms
 from bayespmf.fit import source as fit_source
-from bayespmf.fit.latent_class import (
+from bayespmf.fit.latent_class import fit_latent_class
+from bayespmf.fit.memory import (
+    MEMORY_PER_ENTRY,
     InsufficientMemoryError,
     MemoryBudgetWarning,
-    fit_latent_class,
     memory_estimate,
-    multistart,
-    rows_start,
 )
-from bayespmf.fit.memory import MEMORY_PER_ENTRY
-from bayespmf.kernels import _cnmf_bootstrap, _cnmf_common
-from bayespmf.kernels import cnmf as cnmf_kernel
+from bayespmf.fit.multistart import multistart, rows_start
+from bayespmf.kernels import _cnmf_bootstrap
+from bayespmf.kernels import cnmf_common as cnmf_common_kernel
 from bayespmf.kernels import cnmf_spa as cnmf_spa_kernel
 from bayespmf.marginals import pairwise as pairwise_mod
 from bayespmf.marginals import pairwise_marginals
@@ -335,10 +334,10 @@ def test_normalize_blocks_equals_one_call_per_block():
     sizes = rng.integers(2, 140, size=30)
     a = rng.normal(size=(int(sizes.sum()), 3)) * 10.0 ** rng.uniform(-4, 4, (1, 3))
     a[offsets_of(sizes)[4] : offsets_of(sizes)[5]] = -1.0  # an all-zero block -> uniform
-    got = _cnmf_common.normalize_blocks(a, sizes)
+    got = cnmf_common_kernel.normalize_blocks(a, sizes)
     offsets = offsets_of(sizes)
     for n, block in enumerate(got):
-        ref = _cnmf_common.normalize_columns(a[offsets[n] : offsets[n + 1]])
+        ref = cnmf_common_kernel.normalize_columns(a[offsets[n] : offsets[n + 1]])
         np.testing.assert_array_equal(block, ref)
 
 
@@ -376,11 +375,13 @@ def test_cnmf_spa_bootstrap_on_wide_data_draws_per_batch_not_per_pair():
     data, _ = make_latent_class(200, [2] * 400, n_components=2, random_state=0)
     marginals = pairwise_marginals(data)
     rng = _CountingGenerator(0)
-    params, info = cnmf_kernel.cnmf_spa(marginals, 2, random_state=rng)
+    params, info = cnmf_spa_kernel.cnmf_spa(marginals, 2, random_state=rng)
     assert len(info["bootstrap_error"]) >= 2  # the bootstrap ran
-    assert rng.multinomial_calls == cnmf_kernel.DEFAULT_N_BOOTSTRAP  # one batch each
+    assert (
+        rng.multinomial_calls == cnmf_spa_kernel.DEFAULT_CNMF_N_BOOTSTRAP
+    )  # one batch each
     # its result is still CNMF-SPA's: the misfit it reports is that of its estimate
-    misfit = cnmf_kernel.pairwise_misfit(
+    misfit = cnmf_common_kernel.pairwise_misfit(
         marginals, params, divergence="frobenius", pair_weighting="counts"
     )
     assert misfit == pytest.approx(info["misfit"], rel=1e-12)
@@ -505,7 +506,7 @@ def test_explore_each_start_leaves_when_stationary_or_behind(monkeypatch):
 
 def test_batched_nnls_equals_scipy_nnls():
     rng = np.random.default_rng(4)
-    for n_components in range(1, cnmf_kernel.MAX_ENUMERATED_NNLS_RANK + 1):
+    for n_components in range(1, cnmf_spa_kernel.MAX_ENUMERATED_NNLS_RANK + 1):
         for trial in range(6):
             g = rng.uniform(size=(int(rng.integers(n_components + 1, 30)), n_components))
             y = rng.normal(size=(g.shape[0], 40))
@@ -524,7 +525,7 @@ def test_batched_nnls_equals_scipy_nnls():
     ]
     np.testing.assert_allclose(res[1], res[0], rtol=1e-10, atol=1e-12)
     # above the enumerated ranks: scipy's NNLS itself
-    big = rng.uniform(size=(20, cnmf_kernel.MAX_ENUMERATED_NNLS_RANK + 1))
+    big = rng.uniform(size=(20, cnmf_spa_kernel.MAX_ENUMERATED_NNLS_RANK + 1))
     y = rng.normal(size=(20, 5))
     np.testing.assert_array_equal(
         cnmf_spa_kernel._nnls_columns(big, y), cnmf_spa_kernel._nnls_rows(big, y)
@@ -539,10 +540,10 @@ def test_batched_cnmf_spa_equals_the_unbatched_one():
     codes[np.random.default_rng(0).random(codes.shape) < 0.2] = -1
     marginals = pairwise_marginals(codes, [2, 3, 4, 2, 3, 2, 4, 3, 2])
     for selection in ("misfit", "bootstrap"):
-        ref, ref_info = cnmf_kernel.cnmf_spa(
+        ref, ref_info = cnmf_spa_kernel.cnmf_spa(
             marginals, 3, selection=selection, random_state=0
         )
-        got, info = cnmf_kernel.cnmf_spa(
+        got, info = cnmf_spa_kernel.cnmf_spa(
             marginals, 3, selection=selection, random_state=0, batched=True
         )
         assert info["split"] == ref_info["split"]
@@ -555,9 +556,9 @@ def test_batched_cnmf_spa_equals_the_unbatched_one():
         for a, b in zip(got.factors, ref.factors, strict=True):
             np.testing.assert_allclose(a, b, atol=1e-9)
         # and the chosen misfit is that of the estimate (an independent computation)
-        direct = cnmf_kernel.pairwise_misfit(
+        direct = cnmf_common_kernel.pairwise_misfit(
             marginals, got, divergence="frobenius", pair_weighting="counts"
         )
         assert info["misfit"] == pytest.approx(direct, rel=1e-9)
     with pytest.raises(ValueError, match="'batched' argument of cnmf_spa"):
-        cnmf_kernel.cnmf_spa(marginals, 3, batched="yes")
+        cnmf_spa_kernel.cnmf_spa(marginals, 3, batched="yes")

@@ -6,7 +6,7 @@ import pytest
 from bayespmf import LatentClassPMF
 from bayespmf.datasets import make_latent_class
 from bayespmf.fit import LocalOptimumWarning, fit_latent_class
-from bayespmf.fit.latent_class import optima_table, rows_start
+from bayespmf.fit.multistart import optima_table, rows_start
 from bayespmf.pmf import LatentClassParams, log_likelihood_rows
 
 

@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 from bayespmf._validation import check_random_state
 from bayespmf.datasets._simulate import make_simplex_nest
 from bayespmf.kernels import kmeans as km
-from bayespmf.kernels.vlad import preprocess
+from bayespmf.kernels.vlad_geometry import preprocess
 
 D = max(40, km.BATCHED_MIN_FEATURES)  # columns enough for the batched path
 

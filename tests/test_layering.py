@@ -22,13 +22,11 @@ Rules (STYLE.md, "The layout we aim for"; issue 14):
       between modules, nor between the top-level units of the package (a subpackage or
       a top-level module, ``bayespmf/__init__.py`` being one). A function-level import
       that closes a loop only hides the circle until the function runs, so it counts.
-      The lazy ``bayespmf.__getattr__`` (rule (c)) is an edge like any other.
 (c) **Layers point one way**, whether the import is module-level or inside a function:
     ``kernels/`` imports nothing from ``fit/``, ``estimators/``, ``models/``, ``apps/``,
     ``plots/`` or the top-level ``bayespmf`` namespace (which re-exports estimators);
     ``fit/`` nothing from ``estimators/``, ``models/``, ``apps/``, ``plots/`` or the
-    top-level namespace; nothing outside ``apps/`` imports ``apps/``, except the lazy
-    ``bayespmf.__getattr__`` that keeps ``bayespmf.tasks`` working on first access.
+    top-level namespace; nothing outside ``apps/`` imports ``apps/``.
 (d) ``import bayespmf`` loads no module of ``bayespmf.apps`` (checked in a subprocess).
 
 Known violations in files that are being rewritten elsewhere are listed in
@@ -59,9 +57,6 @@ FORBIDDEN = {
     "fit": ("estimators", "models", "apps", "plots", ""),
 }
 
-#: The one allowed import of ``apps/`` from outside it: ``bayespmf.__getattr__`` imports
-#: ``bayespmf.apps.tasks`` when ``bayespmf.tasks`` is first accessed.
-APPS_ENTRY = {("bayespmf", "bayespmf.apps.tasks")}
 
 #: (rule, importer, imported) -> the file to change and the fix. These are in files that
 #: are being rewritten elsewhere; each is an xfail(strict=True) case, so fixing one fails
@@ -321,8 +316,7 @@ def layer_violations() -> list[tuple[str, str, str]]:
             if _in_layer(imp.target, banned):
                 out.append((f"layer-{layer}", imp.importer, imp.target))
         if _in_layer(imp.target, "apps") and not _in_layer(imp.importer, "apps"):
-            if (imp.importer, imp.target) not in APPS_ENTRY or not imp.lazy:
-                out.append(("apps-import", imp.importer, imp.target))
+            out.append(("apps-import", imp.importer, imp.target))
     return sorted(set(out))
 
 

@@ -17,7 +17,7 @@ from bayespmf.models import (
     align_labels,
     convergence_summary,
     impute,
-    initvals_from_params,
+    initvals,
     latent_class_model,
     model_data,
     pivot_model,
@@ -174,15 +174,11 @@ def test_model_errors(small):
         latent_class_model(data, 2, factor_prior=0.0)
     model = latent_class_model(data, 2)
     with pytest.raises(DataValidationError, match="rank 2"):
-        initvals_from_params(
-            model, (np.ones(3) / 3, [np.ones((k, 3)) / k for k in [3, 2, 4]])
-        )
+        initvals(model, (np.ones(3) / 3, [np.ones((k, 3)) / k for k in [3, 2, 4]]))
     with pytest.raises(DataValidationError, match=r"factors\[1\]' must have shape"):
-        initvals_from_params(
-            model, (np.ones(2) / 2, [np.ones((k, 2)) / k for k in [3, 3, 4]])
-        )
+        initvals(model, (np.ones(2) / 2, [np.ones((k, 2)) / k for k in [3, 3, 4]]))
     with pytest.raises(DataValidationError, match="'init' must be"):
-        initvals_from_params(model, "nonsense")
+        initvals(model, "nonsense")
     with pytest.raises(DataValidationError, match="'method'"):
         sample(model, method="hmc")
     with pytest.raises(DataValidationError, match="'n_components' is required"):
@@ -234,7 +230,7 @@ def test_pivot_model_has_the_same_posterior(small, rng):
             [rng.dirichlet(np.ones(k), size=2).T for k in data.n_categories],
         )
 
-    points = [initvals_from_params(model, random_point(), jitter=0.0)[0] for _ in "ab"]
+    points = [initvals(model, random_point(), jitter=0.0)[0] for _ in "ab"]
     logps = []
     for m in (model, pivoted):
         logp = m.compile_logp()
@@ -748,7 +744,7 @@ def test_start_is_bound_to_the_model_by_variable_name(votes_fit):
     df, est = votes_fit
     reversed_df = df[df.columns[::-1]]
     model = latent_class_model(reversed_df, n_components=2)
-    iv = initvals_from_params(model, est, jitter=0.0)[0]
+    iv = initvals(model, est, jitter=0.0)[0]
     got = _start_factors(iv, est.variable_names_)
     for name, a in zip(est.variable_names_, est.factors_, strict=True):
         clipped = np.maximum(a, 1e-4) / np.maximum(a, 1e-4).sum(axis=0)
@@ -779,7 +775,7 @@ def test_start_follows_category_labels_in_another_order(votes_fit):
     relabelled = df.copy()
     relabelled[name] = pd.Categorical(df[name], categories=labels[::-1])
     model = latent_class_model(relabelled, n_components=2)
-    iv = initvals_from_params(model, est, jitter=0.0)[0]
+    iv = initvals(model, est, jitter=0.0)[0]
     a = est.factors_[1]
     clipped = np.maximum(a, 1e-4) / np.maximum(a, 1e-4).sum(axis=0)
     np.testing.assert_allclose(_start_factors(iv, [name])[name], clipped[::-1], atol=1e-12)
@@ -789,7 +785,7 @@ def test_start_that_does_not_fit_the_model_is_refused(votes_fit):
     df, est = votes_fit
     model = latent_class_model(df.drop(columns=df.columns[0]), n_components=2)
     with pytest.raises(DataValidationError, match=r"does not fit the model.*missing"):
-        initvals_from_params(model, est)
+        initvals(model, est)
     # a dict with names is bound like an estimator
     point = {
         "weights": est.weights_,
@@ -798,8 +794,8 @@ def test_start_that_does_not_fit_the_model_is_refused(votes_fit):
         "categories": est.category_labels_[::-1],
     }
     model = latent_class_model(df, n_components=2)
-    a = initvals_from_params(model, point, jitter=0.0)[0]
-    b = initvals_from_params(model, est, jitter=0.0)[0]
+    a = initvals(model, point, jitter=0.0)[0]
+    b = initvals(model, est, jitter=0.0)[0]
     for key in a:
         np.testing.assert_array_equal(a[key], b[key])
 

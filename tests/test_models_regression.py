@@ -11,10 +11,10 @@ from bayespmf import CategoricalData
 from bayespmf.estimators import LatentClassPMF, LatentClassRegression
 from bayespmf.models import (
     LatentClassRegressionRows,
-    align_regression_labels,
+    align_labels,
+    initvals,
     latent_class_regression_model,
-    regression_initvals,
-    sample_regression,
+    sample,
 )
 from bayespmf.models.latent_class import factor_var_name
 
@@ -188,7 +188,7 @@ def test_caller_arrays_not_mutated(sim):
     np.testing.assert_array_equal(z, z_copy)
     point = (np.array([[0.0, 1.0], [0.0, 2.0]]), [np.full((k, 2), 1 / k) for k in N_CAT])
     before = point[0].copy()
-    regression_initvals(model, point, chains=2, random_seed=0)
+    initvals(model, point, chains=2, random_seed=0)
     np.testing.assert_array_equal(point[0], before)
 
 
@@ -197,7 +197,7 @@ def test_initvals_and_alignment_without_sampling(sim):
 
     data, z, factors = sim
     model = latent_class_regression_model(data, z, 2)
-    start = regression_initvals(model, (BETA, factors), chains=1, jitter=0.0)[0]
+    start = initvals(model, (BETA, factors), chains=1, jitter=0.0)[0]
     np.testing.assert_allclose(start["coef"], BETA[:, 1:])
     np.testing.assert_allclose(start["A_b"], factors[1].T)
     # fake draws: draw 0 as the truth, draw 1 with its classes swapped
@@ -213,7 +213,7 @@ def test_initvals_and_alignment_without_sampling(sim):
         coords[f"{n}_category"] = list(range(k))
         dims[factor_var_name(n)] = ["class", f"{n}_category"]
     idata = az.from_dict({"posterior": post}, coords=coords, dims=dims)
-    aligned = align_regression_labels(idata, (BETA, factors))
+    aligned = align_labels(idata, (BETA, factors))
     for d in range(2):
         np.testing.assert_allclose(aligned.posterior["coef_full"].values[0, d], BETA)
         np.testing.assert_allclose(aligned.posterior["coef"].values[0, d], BETA[:, 1:])
@@ -235,7 +235,7 @@ def test_nuts_recovers_point_estimate_and_truth(sim):
     data, z, factors = sim
     model = latent_class_regression_model(data, z, 2)
     est = LatentClassRegression(2, random_state=0).fit(data, covariates=z)
-    idata = sample_regression(
+    idata = sample(
         model, init=est, draws=150, tune=150, chains=2, random_seed=1, progressbar=False
     )
     coef = idata.posterior["coef_full"]
@@ -268,8 +268,8 @@ def test_sampling_reproducible_and_default_init(sim):
     data, z, _ = sim
     model = latent_class_regression_model(data[:120], z[:120], 2)
     kwargs = dict(draws=20, tune=20, chains=1, random_seed=5, progressbar=False)
-    a = sample_regression(model, log_likelihood=False, **kwargs)
-    b = sample_regression(model, log_likelihood=False, **kwargs)
+    a = sample(model, log_likelihood=False, **kwargs)
+    b = sample(model, log_likelihood=False, **kwargs)
     np.testing.assert_array_equal(a.posterior["coef"].values, b.posterior["coef"].values)
 
 

@@ -8,12 +8,8 @@ import pytest
 from bayespmf._validation import DataValidationError
 from bayespmf.datasets._simulate import make_simplex_nest
 from bayespmf.estimators.simplex import VLAD
-from bayespmf.models.simplex_nest import (
-    align_vertices,
-    initvals_from_vlad,
-    sample_simplex_nest,
-    simplex_nest_model,
-)
+from bayespmf.models import align_labels, initvals, sample
+from bayespmf.models.simplex_nest import simplex_nest_model
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "poisson", "multinomial"])
@@ -37,7 +33,7 @@ def test_model_structure_and_finite_logp_at_vlad_start(kernel):
     fixed = simplex_nest_model(X, 3, kernel, alpha=2.0)
     assert "alpha" not in {v.name for v in fixed.free_RVs}
     vlad = VLAD(3, kernel, alpha=1.0, random_state=0).fit(X)
-    iv = initvals_from_vlad(model, vlad, chains=2, random_seed=0)
+    iv = initvals(model, vlad, chains=2, random_seed=0)
     logp = model.compile_logp()
     for point in iv:
         ip = model.initial_point()
@@ -66,12 +62,12 @@ def _fake_idata(V, theta, perms):
     )
 
 
-def test_align_vertices_undoes_planted_permutations_exactly(rng):
+def test_align_labels_undoes_vertex_planted_permutations_exactly(rng):
     V = rng.normal(size=(4, 5)) * 3
     theta = rng.dirichlet(np.ones(4), size=7)
     perms = [rng.permutation(4) for _ in range(6)]
     idata = _fake_idata(V, theta, perms)
-    out = align_vertices(idata, V + 0.01 * rng.normal(size=V.shape))
+    out = align_labels(idata, V + 0.01 * rng.normal(size=V.shape))
     for s in range(6):
         np.testing.assert_array_equal(out.posterior["vertices"].values[0, s], V)
         np.testing.assert_array_equal(out.posterior["theta"].values[0, s], theta)
@@ -86,20 +82,20 @@ def test_align_vertices_undoes_planted_permutations_exactly(rng):
     )
 
 
-def test_align_vertices_errors(rng):
+def test_align_labels_vertex_errors(rng):
     idata = _fake_idata(np.eye(3), np.full((2, 3), 1 / 3), [np.arange(3)])
     with pytest.raises(DataValidationError, match=r"shape \(2, 3\).*\(3, 3\)"):
-        align_vertices(idata, np.zeros((2, 3)))
+        align_labels(idata, np.zeros((2, 3)))
     bad = az.from_dict({"posterior": {"w": np.zeros((1, 2))}})
-    with pytest.raises(DataValidationError, match=r"no 'vertices'"):
-        align_vertices(bad, np.zeros((2, 3)))
+    with pytest.raises(DataValidationError, match=r"no draws of a bayespmf model"):
+        align_labels(bad, np.zeros((2, 3)))
 
 
 def test_small_nuts_starts_at_vlad_and_aligns():
     X, _ = make_simplex_nest(60, 4, 3, alpha=2.0, sigma=0.1, random_state=1)
     vlad = VLAD(3, alpha=2.0, random_state=0).fit(X)
     model = simplex_nest_model(X, 3, alpha=2.0)
-    idata = sample_simplex_nest(
+    idata = sample(
         model,
         init=vlad,
         draws=20,
@@ -126,15 +122,15 @@ def test_sample_errors():
     model = simplex_nest_model(X, 2, alpha=1.0)
     with pytest.raises(
         DataValidationError,
-        match=r"'method' parameter of sample_simplex_nest must be 'nuts' or 'advi'",
+        match=r"'method' parameter of sample must be 'nuts' or 'advi'",
     ):
-        sample_simplex_nest(model, method="gibbs")
+        sample(model, method="gibbs")
     with pytest.raises(DataValidationError, match=r"built by bayespmf"):
-        sample_simplex_nest(pm.Model())
+        sample(pm.Model())
     with pytest.raises(DataValidationError, match=r"vertices have shape \(3, 3\)"):
-        sample_simplex_nest(model, init={"vertices": np.zeros((3, 3))})
+        sample(model, init={"vertices": np.zeros((3, 3))})
     with pytest.raises(DataValidationError, match=r"'init' must be None"):
-        sample_simplex_nest(model, init="vlad")
+        sample(model, init="vlad")
     with pytest.raises(DataValidationError, match=r"'n_components'.*>= 2"):
         simplex_nest_model(X, 1)
 
@@ -155,7 +151,7 @@ def test_vector_alpha_hyperprior_starts_from_vlad_and_samples():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # VLAD's AsymmetricDirichletWarning
         vlad = VLAD(3, random_state=0).fit(X)
-    iv = initvals_from_vlad(model, vlad, chains=2, random_seed=0)
+    iv = initvals(model, vlad, chains=2, random_seed=0)
     assert iv[0]["alpha"].shape == (3,)
     # the starts are VLAD's vector, jittered on the log scale
     assert np.allclose(np.log(iv[0]["alpha"]), np.log(vlad.alpha_), atol=0.3)

@@ -6,7 +6,7 @@ import pytest
 
 from bayespmf import DataValidationError
 from bayespmf.datasets import make_latent_class, make_simplex_nest
-from bayespmf.models import latent_class_model, model_family, sample
+from bayespmf.models import initvals, latent_class_model, model_family, sample
 from bayespmf.models.simplex_nest import simplex_nest_model
 
 #: The options every family takes, small enough for a test.
@@ -84,32 +84,64 @@ def test_the_registry_recognizes_each_family_once(families):
         assert claims[0] == name
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("family", ["regression", "simplex_nest"])
-def test_the_old_samplers_are_aliases_of_sample(families, family):
-    from bayespmf.models.regression import sample_regression
-    from bayespmf.models.simplex_nest import sample_simplex_nest
-
-    alias = {"regression": sample_regression, "simplex_nest": sample_simplex_nest}[family]
-    a = alias(families[family], **OPTIONS).posterior
-    b = sample(families[family], **OPTIONS).posterior
-    assert set(a.data_vars) == set(b.data_vars)
-    for var in a.data_vars:
-        np.testing.assert_array_equal(a[var].values, b[var].values)
+class _Stop(Exception):
+    """Raised by the stand-in sampler once it has seen the starts."""
 
 
-def test_the_aliases_default_to_what_sample_defaults_to():
-    import inspect
+def _flat(start) -> np.ndarray:
+    return np.concatenate([np.ravel(start[k]) for k in sorted(start)])
 
-    from bayespmf.models._families import SAMPLE_DEFAULTS
 
-    params = inspect.signature(sample).parameters
-    options = {
-        name: p.default
-        for name, p in params.items()
-        if p.kind is p.KEYWORD_ONLY and name not in ("n_components", "init")
-    }
-    assert options == SAMPLE_DEFAULTS
+@pytest.mark.parametrize("family", ["latent_class", "regression", "simplex_nest"])
+def test_jitter_spreads_every_familys_starts(families, family, monkeypatch):
+    """``sample(jitter=)`` is the sd of the chains' jitter, the same for every family."""
+    from bayespmf.models import _families
+    from bayespmf.models.posterior import family_of
+
+    model = families[family]
+    point = family_of(model).estimate(model, 0)
+    seen = []
+
+    def stand_in(sampled, *, initvals, **kwargs):
+        seen.append(initvals)
+        raise _Stop
+
+    monkeypatch.setattr(_families, "run_sampler", stand_in)
+    # the pivot coordinates would rename a latent-class model's starts: PyMC's here
+    opts = dict(OPTIONS, simplex_transform="pymc") if family == "latent_class" else OPTIONS
+    spread = {}
+    for jitter in (0, 0.05, 0.5):
+        with pytest.raises(_Stop):
+            sample(model, init=point, jitter=jitter, **opts)
+        first, second = (_flat(start) for start in seen[-1][:2])
+        spread[jitter] = np.abs(first - second).max()
+        # the same starts as initvals gives at that jitter
+        own = initvals(
+            model, point, chains=2, jitter=jitter, random_seed=OPTIONS["random_seed"]
+        )
+        np.testing.assert_allclose(first, _flat(own[0]))
+    assert spread[0] == 0.0  # every chain at the point estimate itself
+    assert 0 < spread[0.05] < spread[0.5]
+    with pytest.raises(_Stop):  # None: the default, INIT_JITTER
+        sample(model, init=point, **opts)
+    assert np.abs(_flat(seen[-1][0]) - _flat(seen[-1][1])).max() == pytest.approx(
+        spread[0.05]
+    )
+
+
+@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), "0.1", True, [0.1]])
+def test_a_bad_jitter_is_refused_before_any_work(families, bad):
+    for model in families.values():
+        with pytest.raises(DataValidationError, match=r"'jitter' parameter of sample"):
+            sample(model, jitter=bad, **OPTIONS)
+        with pytest.raises(DataValidationError, match=r"'jitter' parameter of initvals"):
+            initvals(model, jitter=bad)
+
+
+def test_jitter_without_a_start_to_jitter_is_refused(families):
+    # init=None on a latent-class model: PyMC initializes the chains, nothing is jittered
+    with pytest.raises(DataValidationError, match=r"'jitter'.*init=None"):
+        sample(families["latent_class"], init=None, jitter=0.1, **OPTIONS)
 
 
 def test_log_likelihood_auto_skips_a_group_too_large_with_a_warning(families, monkeypatch):

@@ -7,7 +7,7 @@ import pytest
 from pymc.model.transform.optimization import freeze_dims_and_data
 
 from bayespmf.datasets import make_latent_class
-from bayespmf.models import initvals_from_params, latent_class_model, sample
+from bayespmf.models import initvals, latent_class_model, sample
 from bayespmf.models._sampling import run_sampler
 from bayespmf.models.latent_class import factor_var_name
 
@@ -50,7 +50,7 @@ def test_each_chain_starts_at_its_own_start(small, backend):
     model = latent_class_model(data, n_components=2)
     # chain 0 at the truth with its classes swapped, chain 1 at the truth
     starts = [
-        initvals_from_params(model, p, jitter=0.0)[0]
+        initvals(model, p, jitter=0.0)[0]
         for p in (permuted(truth), (truth.weights, truth.factors))
     ]
     idata = run_sampler(

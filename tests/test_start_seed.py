@@ -1,10 +1,10 @@
-"""The PyMC-facing start builders take ``random_seed`` (PyMC's name), and only it."""
+"""The PyMC-facing start builder (``initvals``) takes ``random_seed`` (PyMC's name) only."""
 
 import numpy as np
 import pytest
 
 from bayespmf import CategoricalData
-from bayespmf.models import initvals_from_params, latent_class_model
+from bayespmf.models import initvals, latent_class_model
 
 
 def _model():
@@ -15,9 +15,9 @@ def _model():
 
 def test_random_seed_reproduces_and_varies():
     model, point = _model()
-    a = initvals_from_params(model, point, chains=2, random_seed=0)
-    b = initvals_from_params(model, point, chains=2, random_seed=0)
-    c = initvals_from_params(model, point, chains=2, random_seed=1)
+    a = initvals(model, point, chains=2, random_seed=0)
+    b = initvals(model, point, chains=2, random_seed=0)
+    c = initvals(model, point, chains=2, random_seed=1)
     np.testing.assert_array_equal(a[1]["A_a"], b[1]["A_a"])
     assert not np.allclose(a[1]["A_a"], c[1]["A_a"])
 
@@ -25,4 +25,4 @@ def test_random_seed_reproduces_and_varies():
 def test_random_state_is_not_taken():
     model, point = _model()
     with pytest.raises(TypeError, match="random_state"):
-        initvals_from_params(model, point, chains=2, random_state=3)
+        initvals(model, point, chains=2, random_state=3)

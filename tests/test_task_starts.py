@@ -15,7 +15,7 @@ from bayespmf.apps._task_latent import (
     spa_start,
 )
 from bayespmf.apps.tasks import check_task_inputs, classify, predict_ratings
-from bayespmf.kernels.cnmf import cnmf_spa
+from bayespmf.kernels.cnmf_spa import cnmf_spa
 from bayespmf.marginals import pairwise_marginals
 
 CAR, _ = datasets.load_car()

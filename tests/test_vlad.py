@@ -5,7 +5,6 @@ import pytest
 from scipy.optimize import minimize
 
 from bayespmf.datasets._simulate import make_simplex_nest
-from bayespmf.kernels import vlad as vk
 from bayespmf.kernels import vlad_geometry
 from bayespmf.kernels.extension_table import (
     ExtensionTableWarning,
@@ -15,6 +14,20 @@ from bayespmf.kernels.extension_table import (
     extension_parameter,
     load_extension_table,
 )
+from bayespmf.kernels.kmeans import kmeans
+from bayespmf.kernels.vlad_calibration import (
+    CALIBRATION_MAX_EVALS,
+    NOISE_SIMULATORS,
+    calibrate_alpha,
+)
+from bayespmf.kernels.vlad_geometry import (
+    Subspace,
+    barycentric_weights,
+    center_and_gram,
+    top_subspace,
+    vlad_centroids,
+)
+from bayespmf.kernels.vlad_moments import dirichlet_cov_scale, noise_variance
 
 
 def gamma_eq20(alpha, K, m, rng):
@@ -91,7 +104,7 @@ def test_outside_table_warns_and_computes():
 
 def test_center_and_gram_matches_numpy(rng):
     X = rng.normal(size=(50, 7))
-    c0, G, ss = vk.center_and_gram(X)
+    c0, G, ss = center_and_gram(X)
     Xc = X - X.mean(0)
     np.testing.assert_allclose(c0, X.mean(0))
     np.testing.assert_allclose(G, Xc.T @ Xc, rtol=1e-10, atol=1e-10)
@@ -100,9 +113,9 @@ def test_center_and_gram_matches_numpy(rng):
 
 def test_top_subspace_routes_agree(rng, monkeypatch):
     X, _ = make_simplex_nest(400, 30, 4, alpha=1.0, sigma=0.5, random_state=0)
-    a = vk.top_subspace(X, 3)
+    a = top_subspace(X, 3)
     monkeypatch.setattr(vlad_geometry, "GRAM_MAX_FEATURES", 0)  # force ARPACK
-    b = vk.top_subspace(X, 3, random_state=0)
+    b = top_subspace(X, 3, random_state=0)
     np.testing.assert_allclose(a.singular_values, b.singular_values, rtol=1e-8)
     np.testing.assert_allclose(a.components, b.components, atol=1e-7)  # same signs
     np.testing.assert_allclose(a.scores, b.scores, atol=1e-7)
@@ -114,7 +127,7 @@ def test_top_subspace_routes_agree(rng, monkeypatch):
 def test_dirichlet_cov_scale_matches_sampling(rng):
     K, alpha = 4, 1.5
     th = rng.dirichlet(np.full(K, alpha), size=200_000)
-    S = vk.dirichlet_cov_scale(alpha, K) * (np.eye(K) - 1 / K)
+    S = dirichlet_cov_scale(alpha, K) * (np.eye(K) - 1 / K)
     np.testing.assert_allclose(np.cov(th.T), S, atol=2e-4)
 
 
@@ -135,7 +148,7 @@ def _qp_reference(y, V):
 def test_barycentric_weights_matches_qp(rng):
     V = rng.normal(size=(4, 6)) * [[3], [1], [1], [0.5]]
     Y = rng.normal(size=(25, 6)) * 2
-    theta, _ = vk.barycentric_weights(Y, V)
+    theta, _ = barycentric_weights(Y, V)
     assert np.all(theta >= 0)
     np.testing.assert_allclose(theta.sum(1), 1.0)
     for y, t in zip(Y, theta, strict=True):
@@ -146,7 +159,7 @@ def test_barycentric_weights_matches_qp(rng):
 def test_barycentric_weights_exact_inside(rng):
     V = rng.normal(size=(3, 5))
     th = rng.dirichlet([1, 1, 1], size=40)
-    theta, n_iter = vk.barycentric_weights(th @ V, V)
+    theta, n_iter = barycentric_weights(th @ V, V)
     np.testing.assert_allclose(theta, th, atol=1e-9)
     assert n_iter <= 2
 
@@ -157,7 +170,7 @@ def test_barycentric_weights_exact_inside(rng):
 
 def _true_bsb(truth, K):
     B = truth.vertices.T  # (D, K)
-    return B @ (vk.dirichlet_cov_scale(truth.alpha, K) * (np.eye(K) - 1 / K)) @ B.T
+    return B @ (dirichlet_cov_scale(truth.alpha, K) * (np.eye(K) - 1 / K)) @ B.T
 
 
 def test_poisson_correction_sign_follows_lemma_3b():
@@ -194,8 +207,8 @@ def test_multinomial_correction_follows_lemma_3c():
 
 def test_gaussian_noise_variance_from_trailing_spectrum():
     X, _ = make_simplex_nest(5000, 40, 4, alpha=1.0, sigma=0.7, random_state=0)
-    sub = vk.top_subspace(X, 3)
-    assert np.sqrt(vk.noise_variance(sub, *X.shape)) == pytest.approx(0.7, rel=0.02)
+    sub = top_subspace(X, 3)
+    assert np.sqrt(noise_variance(sub, *X.shape)) == pytest.approx(0.7, rel=0.02)
 
 
 # --------------------------------------------------------------------------------------
@@ -213,23 +226,23 @@ def test_interpolated_dirichlet_draws_match_exact():
 
 def test_kmeans_restarts_do_not_depend_on_workers():
     X, _ = make_simplex_nest(600, 8, 4, alpha=0.5, sigma=0.3, random_state=3)
-    one = vk.kmeans(X, 4, random_state=1, n_workers=1)
-    three = vk.kmeans(X, 4, random_state=1, n_workers=3)
+    one = kmeans(X, 4, random_state=1, n_workers=1)
+    three = kmeans(X, 4, random_state=1, n_workers=3)
     np.testing.assert_array_equal(one[0], three[0])
     np.testing.assert_array_equal(one[1], three[1])
     assert one[2] == three[2]
     # n_init=0: only the given start, its row order kept
     start = one[0][::-1] + 1e-3
-    centers, _, inertia = vk.kmeans(X, 4, n_init=0, init=start)
+    centers, _, inertia = kmeans(X, 4, n_init=0, init=start)
     np.testing.assert_allclose(centers, one[0][::-1], atol=1e-8)
     assert inertia == pytest.approx(one[2])
     with pytest.raises(ValueError, match=r"'n_init' parameter of kmeans.*Got 0"):
-        vk.kmeans(X, 4, n_init=0)
+        kmeans(X, 4, n_init=0)
 
 
 def _subspace_through(c0, W, m):
     # a Subspace whose top directions are W (only center and components are used)
-    return vk.Subspace(c0, np.zeros((m, W.shape[1])), np.ones(W.shape[1]), W, 0.0)
+    return Subspace(c0, np.zeros((m, W.shape[1])), np.ones(W.shape[1]), W, 0.0)
 
 
 @pytest.mark.parametrize("kernel", ["poisson", "multinomial"])
@@ -247,7 +260,7 @@ def test_noise_simulators_match_the_kernels_own_sampling(kernel):
     assert np.all(B > 0)
     sub = _subspace_through(c0, W, m)
     ctx = {"lengths": np.full(m, words), "inv_length": 1.0 / words}
-    draw = vk.NOISE_SIMULATORS[kernel](sub, ctx, vertices)
+    draw = NOISE_SIMULATORS[kernel](sub, ctx, vertices)
     for theta0 in ([0.8, 0.1, 0.1], [0.1, 0.15, 0.75]):
         theta = np.tile(theta0, (m, 1))
         mu = np.asarray(theta0) @ B
@@ -263,14 +276,14 @@ def test_noise_simulators_match_the_kernels_own_sampling(kernel):
 
 def test_calibration_with_known_alpha_only_estimates_the_spread():
     X, _ = make_simplex_nest(1500, 60, 4, alpha=1.0, sigma=0.5, random_state=2)
-    sub = vk.top_subspace(X, 3)
-    ctx = {"sigma2": vk.noise_variance(sub, *X.shape)}
-    cen, _, _ = vk.vlad_centroids(sub, 4, random_state=0)
+    sub = top_subspace(X, 3)
+    ctx = {"sigma2": noise_variance(sub, *X.shape)}
+    cen, _, _ = vlad_centroids(sub, 4, random_state=0)
     g = (cen - sub.center) @ sub.components
     fn, rng_a = extension_gamma_fn(4)
-    cal = vk.calibrate_alpha(sub, g, "gaussian", ctx, fn, rng_a, alpha=1.0, random_state=0)
+    cal = calibrate_alpha(sub, g, "gaussian", ctx, fn, rng_a, alpha=1.0, random_state=0)
     assert cal.alpha == 1.0 and cal.n_evals == 1 and np.isnan(cal.objective)
     assert 1.0 < cal.inflation < 1.2  # noisy, finite-sample centroids spread outward
-    free = vk.calibrate_alpha(sub, g, "gaussian", ctx, fn, rng_a, random_state=0)
+    free = calibrate_alpha(sub, g, "gaussian", ctx, fn, rng_a, random_state=0)
     lo, hi = free.interval
-    assert lo < free.alpha < hi and 1 <= free.n_evals <= vk.CALIBRATION_MAX_EVALS
+    assert lo < free.alpha < hi and 1 <= free.n_evals <= CALIBRATION_MAX_EVALS

@@ -15,8 +15,9 @@ from scipy.stats import dirichlet
 
 from bayespmf._validation import DataValidationError
 from bayespmf.datasets._simulate import make_simplex_nest
-from bayespmf.estimators.simplex import GDM, VLAD, AsymmetricDirichletWarning
-from bayespmf.kernels.vlad import dirichlet_cvt, mass_balance, match_cells
+from bayespmf.estimators.simplex import GDM, VLAD
+from bayespmf.fit.simplex import AsymmetricDirichletWarning
+from bayespmf.kernels.vlad_asymmetric import dirichlet_cvt, mass_balance, match_cells
 from bayespmf.metrics import min_matching_distance
 
 TRIANGLE = (0.5, 1.5, 2.5)

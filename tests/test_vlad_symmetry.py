@@ -1,17 +1,18 @@
 """VLAD's test of a symmetric Dirichlet (issue 35): calibrated, gated, still powerful.
 
 Pearson's chi-square of the k-means cell counts against ``n / K``
-(:func:`~bayespmf.kernels.vlad.mass_balance`) treats the cells as fixed and of equal
-mass; k-means fits them to the same points, and noise moves points across them
+(:func:`~bayespmf.kernels.vlad_asymmetric.mass_balance`) treats the cells as fixed and
+of equal mass; k-means fits them to the same points, and noise moves points across them
 unevenly, so on symmetric nests it rejects far more often than its level (it made VLAD
 fall back to a vector alpha on the paper's symmetric Poisson setting, and
-``dsn_figures.py`` crash on the vector). :func:`~bayespmf.kernels.vlad.symmetry_test`
-compares the counts with those of the fitted symmetric nest simulated at the data's
-size and noise, and VLAD does not act on it where a direction of the top subspace
-lies inside the noise bulk (``signal_margin <= 1``: the generalised Marchenko-Pastur
-edge of the kernel's noise at the data's n and D). Its p-values on symmetric
-nests must not pile up near 0, and it must still find asymmetric Dirichlets.
-``benchmarks/dsn_symmetry.py`` measures the rates on the paper's settings.
+``dsn_figures.py`` crash on the vector).
+:func:`~bayespmf.kernels.vlad_asymmetric.symmetry_test` compares the counts with those
+of the fitted symmetric nest simulated at the data's size and noise, and VLAD does not
+act on it where a direction of the top subspace lies inside the noise bulk
+(``signal_margin <= 1``: the generalised Marchenko-Pastur edge of the kernel's noise at
+the data's n and D). Its p-values on symmetric nests must not pile up near 0, and it
+must still find asymmetric Dirichlets. ``benchmarks/dsn_symmetry.py`` measures the
+rates on the paper's settings.
 """
 
 import sys
@@ -24,29 +25,24 @@ from scipy.special import fdtrc
 from scipy.stats import kstest
 
 from bayespmf.datasets._simulate import make_simplex_nest
-from bayespmf.estimators.simplex import (
-    VLAD,
-    AsymmetricDirichletWarning,
-    UnresolvedSimplexWarning,
-)
+from bayespmf.estimators.simplex import VLAD
 from bayespmf.fit.simplex import (
     ASYMMETRY_MIN_TV,
     ASYMMETRY_P_VALUE,
+    AsymmetricDirichletWarning,
+    UnresolvedSimplexWarning,
     fit_simplex_nest,
     rejects_symmetry,
 )
-from bayespmf.kernels.vlad import (
+from bayespmf.kernels.vlad_asymmetric import (
     SYMMETRY_REPS,
     MassBalance,
     mass_balance,
-    noise_bulk_edge,
-    noise_fraction,
-    signal_margin,
     symmetry_test,
-    top_subspace,
-    vlad_centroids,
 )
 from bayespmf.kernels.vlad_calibration import frame_kmeans
+from bayespmf.kernels.vlad_geometry import top_subspace, vlad_centroids
+from bayespmf.kernels.vlad_moments import noise_bulk_edge, noise_fraction, signal_margin
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,18 +19,15 @@ from scipy.linalg import sqrtm
 
 from bayespmf._validation import check_random_state
 from bayespmf.datasets._simulate import make_simplex_nest
-from bayespmf.estimators.simplex import (
-    SMALL_CELL_FRACTION,
-    VLAD,
-    AsymmetricDirichletWarning,
-    DegenerateVertexWarning,
-)
-from bayespmf.kernels.vlad import dirichlet_cvt, mass_balance
+from bayespmf.estimators.simplex import SMALL_CELL_FRACTION, VLAD, DegenerateVertexWarning
+from bayespmf.fit.simplex import AsymmetricDirichletWarning
 from bayespmf.kernels.vlad_asymmetric import (
     VECTOR_ALPHA_RANGE,
     VECTOR_MAX_ITER,
     _noisy_cells,
+    dirichlet_cvt,
     estimate_alpha_vector,
+    mass_balance,
 )
 from bayespmf.kernels.vlad_geometry import preprocess, top_subspace, vlad_centroids
 from bayespmf.kernels.vlad_moments import corrected_metric, noise_variance

@@ -1,8 +1,7 @@
 """The application layer: what is built on the library, imported on demand.
 
 ``import bayespmf`` loads none of these modules (``tests/test_layering.py`` checks it),
-and no module outside this package imports them; ``bayespmf.tasks`` is a lazy alias of
-:mod:`bayespmf.apps.tasks`, imported on first access.
+and no module outside this package imports them.
 
 * :mod:`~bayespmf.apps.tasks`: classification and rating prediction under the CNMF
   paper's protocol, with the baselines in the same loop;

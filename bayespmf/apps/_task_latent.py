@@ -24,7 +24,7 @@ from bayespmf.fit.defaults import DEFAULT_MAX_ITER, DEFAULT_TOL
 from bayespmf.fit.em import fit_em
 from bayespmf.fit.latent_class import EM_METHODS, max_identifiable_rank
 from bayespmf.fit.multistart import floor_params
-from bayespmf.kernels.cnmf import cnmf_spa
+from bayespmf.kernels.cnmf_spa import cnmf_spa
 from bayespmf.marginals import pairwise_marginals
 from bayespmf.pmf import LatentClassParams, conditional_pmf, split_factors
 
@@ -45,7 +45,7 @@ SPA_METHODS = ("cnmf-spa", "cnmf-spa-em", "cnmf-spa-squarem", "cnmf-opt")
 #: (Ibrahim & Fu, Sec. 5.3).
 PAPER_SPLIT_M = 5
 
-#: ``ridge`` of the regularized CNMF-SPA starts (:func:`bayespmf.kernels.cnmf.cnmf_spa`,
+#: ``ridge`` of the regularized CNMF-SPA starts (:func:`bayespmf.kernels.cnmf_spa.cnmf_spa`,
 #: Notes, "Regularized H"). On UCI Car CNMF-SPA-EM classified better from a
 #: regularized start than from the exact one, about equally for any ridge from 0.003 to
 #: 0.1; 0.01 is within that flat range, not tuned to its best point
@@ -53,7 +53,7 @@ PAPER_SPLIT_M = 5
 START_RIDGE = 0.01
 
 #: The CNMF-SPA starts, by name: the split rule and the ``ridge`` of
-#: :func:`~bayespmf.kernels.cnmf.cnmf_spa`.
+#: :func:`~bayespmf.kernels.cnmf_spa.cnmf_spa`.
 #:
 #: * ``"bootstrap"``: the package's default, the split chosen among candidates by a
 #:   parametric bootstrap, exact NNLS (what :class:`LatentClassPMF` fits);

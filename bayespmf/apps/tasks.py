@@ -458,7 +458,7 @@ def classify(
         :data:`SPA_STARTS`: the package's bootstrap-chosen split (``"bootstrap"``,
         what :class:`~bayespmf.estimators.LatentClassPMF` fits), the paper's fixed
         split with ``M = 5`` (``"paper"``), and both with the regularized H step of
-        :func:`~bayespmf.kernels.cnmf.cnmf_spa` (``"bootstrap-ridge"``,
+        :func:`~bayespmf.kernels.cnmf_spa.cnmf_spa` (``"bootstrap-ridge"``,
         ``"paper-ridge"``). The method is fitted from each at every rank, and the
         start is chosen on the validation part with the rank and the iteration count.
     posterior : bool, dict or list of dicts, default False

@@ -50,19 +50,19 @@ from bayespmf.kernels.gibbs_numba import draw_class_counts, draw_conjugate
 from bayespmf.models import (
     align_labels,
     check_sampler_args,
-    initvals_from_params,
+    initvals,
     latent_class_model,
 )
 from bayespmf.models.latent_class import factor_var_name
 from bayespmf.pmf import observed_csr, offsets_of
 
-__all__ = ["DEFAULT_SWEEPS", "sample_gibbs"]
+__all__ = ["DEFAULT_DASK_SWEEPS", "sample_gibbs"]
 
 #: Gibbs sweeps per recorded draw of :func:`sample_gibbs`. In memory
 #: (:data:`bayespmf.models.gibbs.DEFAULT_SWEEPS` = 8) several sweeps per draw spread
 #: ``pm.sample``'s per-draw cost; here every sweep is a pass over the data and there is
 #: no per-draw cost to spread, so every sweep is recorded.
-DEFAULT_SWEEPS = 1
+DEFAULT_DASK_SWEEPS = 1
 
 # the spawn keys of the random streams (see the module docstring)
 _DRIVER_STREAM, _CHUNK_STREAM, _JITTER_STREAM, _INIT_STREAM = 0, 1, 2, 3
@@ -187,7 +187,7 @@ def _seed_entropy(random_seed) -> int:
 
 def _check_n_sweeps(n_sweeps) -> int:
     if n_sweeps is None:
-        return DEFAULT_SWEEPS
+        return DEFAULT_DASK_SWEEPS
     if (
         isinstance(n_sweeps, bool)
         or not isinstance(n_sweeps, numbers.Integral)
@@ -271,7 +271,7 @@ def sample_gibbs(
         Recorded draws per chain, draws discarded first as burn-in, and chains. The
         chains share the passes over the data: a sweep reads each chunk once.
     n_sweeps : int, optional
-        Gibbs sweeps per recorded draw (default :data:`DEFAULT_SWEEPS` = 1).
+        Gibbs sweeps per recorded draw (default :data:`DEFAULT_DASK_SWEEPS` = 1).
     random_seed : None, int, numpy.random.Generator or numpy.random.SeedSequence
         Seeds every stream (starts' jitter, default point estimate, chunks, driver).
     weights_prior, factor_prior : float, default 1.0
@@ -365,7 +365,7 @@ def sample_gibbs(
     # exactly as bayespmf.models.sample does; it holds one row, never the data
     stand_in_model = latent_class_model(stand_in, n_components)
     if init is not None:  # refuse a bad start before any pass over the data
-        initvals_from_params(stand_in_model, init)
+        initvals(stand_in_model, init)
 
     n_cat = ddata.n_categories
     offsets = offsets_of(n_cat)
@@ -396,9 +396,7 @@ def sample_gibbs(
     jitter_rng = np.random.default_rng(
         np.random.SeedSequence(entropy, spawn_key=(_JITTER_STREAM,))
     )
-    starts = initvals_from_params(
-        stand_in_model, init, chains=chains, random_seed=jitter_rng
-    )
+    starts = initvals(stand_in_model, init, chains=chains, random_seed=jitter_rng)
     log_w = np.log(np.stack([s["weights"] for s in starts]))
     log_a = np.log(
         np.stack(

@@ -148,7 +148,7 @@ class LatentClassPMF(
     -----
     LocalOptimumWarning
         ``"auto"``: the best log-likelihood was not replicated (reached by fewer than
-        2 refined starts, or fewer than ``bayespmf.fit.latent_class.MIN_BEST_SHARE`` of
+        2 refined starts, or fewer than ``bayespmf.fit.multistart.MIN_BEST_SHARE`` of
         them), after up to ``MAX_ROUNDS`` rounds of starts with the default ``n_init``.
     ConvergenceWarning
         The iterative stage stopped at ``max_iter``.

@@ -15,8 +15,8 @@ from bayespmf.data import CategoricalData
 from bayespmf.estimators._base import LabelledFit, check_fitted
 from bayespmf.estimators._persistence import NpzPersistence, check_labels, corrupt_fit
 from bayespmf.fit.covariates import (
-    DEFAULT_MAX_ITER,
-    DEFAULT_TOL,
+    DEFAULT_COVARIATE_MAX_ITER,
+    DEFAULT_COVARIATE_TOL,
     check_covariates,
     covariate_values,
     fit_latent_class_regression,
@@ -80,10 +80,10 @@ class LatentClassRegression(NpzPersistence, LabelledFit, BaseEstimator):
         (e.g. 1e-6) keeps the fit finite when a class separates perfectly on a
         covariate.
     max_iter : int, optional
-        Iteration cap of the covariate EM (``DEFAULT_MAX_ITER`` of
+        Iteration cap of the covariate EM (``DEFAULT_COVARIATE_MAX_ITER`` of
         :mod:`bayespmf.fit.covariates`, 2000, when None).
     tol : float, optional
-        Tolerance of the covariate EM (``DEFAULT_TOL``, 1e-10, when None).
+        Tolerance of the covariate EM (``DEFAULT_COVARIATE_TOL``, 1e-10, when None).
     random_state : None, int or numpy.random.Generator
         Seeds the covariate-free multi-start fit (the only random part).
     progressbar : bool, default False
@@ -248,8 +248,8 @@ class LatentClassRegression(NpzPersistence, LabelledFit, BaseEstimator):
             n_init=self.n_init,
             n_starts=self.n_starts,
             ridge=self.ridge,
-            max_iter=DEFAULT_MAX_ITER if self.max_iter is None else self.max_iter,
-            tol=DEFAULT_TOL if self.tol is None else self.tol,
+            max_iter=DEFAULT_COVARIATE_MAX_ITER if self.max_iter is None else self.max_iter,
+            tol=DEFAULT_COVARIATE_TOL if self.tol is None else self.tol,
             random_state=self.random_state,
             sample_weight=sample_weight,
             progressbar=self.progressbar,

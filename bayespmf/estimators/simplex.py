@@ -47,28 +47,16 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from bayespmf._validation import DataValidationError
 from bayespmf.estimators._base import check_fitted
-from bayespmf.fit.simplex import (
-    AsymmetricDirichletWarning,
-    UnresolvedSimplexWarning,
-    check_alpha,
-    check_counts,
-    check_nest_data,
-    check_rows,
-    fit_simplex_nest,
-)
-from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, DEFAULT_N_INIT
+from bayespmf.fit.simplex import check_counts, check_rows, fit_simplex_nest
+from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, DEFAULT_KMEANS_N_INIT
 from bayespmf.kernels.vlad_geometry import barycentric_weights, preprocess
 
 __all__ = [
     "GDM",
     "SMALL_CELL_FRACTION",
     "VLAD",
-    "AsymmetricDirichletWarning",
     "DegenerateVertexWarning",
     "SimplexSPA",
-    "UnresolvedSimplexWarning",
-    "check_alpha",
-    "check_nest_data",
 ]
 
 #: A k-means cell with fewer than ``SMALL_CELL_FRACTION * n / K`` rows makes VLAD warn
@@ -163,7 +151,7 @@ class _SimplexEstimator(TransformerMixin, BaseEstimator):
         ndarray (n, K)
             :math:`\hat\theta_i = \arg\min_{\theta \in \Delta^{K-1}} \|y_i -
             \hat B^T\theta\|_2`; rows are non-negative and sum to one (see
-            :func:`bayespmf.kernels.vlad.barycentric_weights`).
+            :func:`bayespmf.kernels.vlad_geometry.barycentric_weights`).
 
         Raises
         ------
@@ -235,7 +223,7 @@ class _SimplexEstimator(TransformerMixin, BaseEstimator):
         ------
         DataValidationError
             Malformed data, ``n_components`` or another parameter (see
-            :func:`check_nest_data`).
+            :func:`bayespmf.fit.simplex.check_nest_data`).
         """
         t0 = time.perf_counter()
         params = self.get_params()
@@ -258,7 +246,7 @@ class _CentroidNestEstimator(_SimplexEstimator):
         kernel: str = "gaussian",
         alpha: float | None = None,
         *,
-        n_init: int = DEFAULT_N_INIT,
+        n_init: int = DEFAULT_KMEANS_N_INIT,
         max_iter: int = DEFAULT_KMEANS_MAX_ITER,
         random_state=None,
     ):
@@ -295,7 +283,7 @@ class VLAD(_CentroidNestEstimator):
         :math:`W^T\tilde\Sigma W` of Lemma 3 (the covariance of the noise-free nest,
         :math:`BS(\alpha)B^T`, which Lemma 2 assumes), falling back to ``"data"`` when
         the noise is more than a quarter of the data variance along some direction
-        (:func:`bayespmf.kernels.vlad.corrected_metric`). Identical without noise.
+        (:func:`bayespmf.kernels.vlad_moments.corrected_metric`). Identical without noise.
     noise_bias : {"bootstrap", "simex", "none"}, default "bootstrap"
         How eq. (5) and the extension handle the outward spread of the empirical
         k-means centroids (noise moving points across cells, and k-means overfitting
@@ -304,10 +292,11 @@ class VLAD(_CentroidNestEstimator):
         way, and solves eq. (5) for the alpha whose simulated moment target matches
         the data's; the centroids are then extended by
         :math:`\gamma(\hat\alpha) / \hat\rho`, :math:`\hat\rho` the simulated
-        spread (:func:`bayespmf.kernels.vlad.calibrate_alpha`; with a known ``alpha``
-        only :math:`\hat\rho` is estimated). ``"simex"`` extrapolates the moment target
-        to zero noise (:func:`bayespmf.kernels.vlad.simex_phi_star`; alpha only). See
-        Notes, and :ref:`bench-vlad-alpha` for the measured errors.
+        spread (:func:`bayespmf.kernels.vlad_calibration.calibrate_alpha`; with a
+        known ``alpha`` only :math:`\hat\rho` is estimated). ``"simex"`` extrapolates
+        the moment target to zero noise
+        (:func:`bayespmf.kernels.vlad_moments.simex_phi_star`; alpha only). See
+        Notes for the measured errors.
     random_state : None, int or numpy.random.Generator
         Seeds k-means (and ARPACK's start vector for ``D > 1000``).
 
@@ -325,13 +314,14 @@ class VLAD(_CentroidNestEstimator):
     mass_balance_ : MassBalance
         Masses of the k-means cells, the masses the fitted symmetric nest gives them
         (simulated with the kernel's noise at the data's size) and the calibrated test
-        of the difference (:func:`bayespmf.kernels.vlad.symmetry_test`); for a given
-        vector alpha, Pearson's statistic against ``1 / K``
-        (:func:`bayespmf.kernels.vlad.mass_balance`), which is not tested.
+        of the difference (:func:`bayespmf.kernels.vlad_asymmetric.symmetry_test`); for
+        a given vector alpha, Pearson's statistic against ``1 / K``
+        (:func:`bayespmf.kernels.vlad_asymmetric.mass_balance`), which is not tested.
     fallback_ : None or "vector_alpha"
         ``"vector_alpha"`` when the cells showed an asymmetric Dirichlet and the
         vertices come from an estimated vector alpha (an
-        :class:`AsymmetricDirichletWarning` says so, with the numbers).
+        :class:`~bayespmf.fit.simplex.AsymmetricDirichletWarning` says so, with the
+        numbers).
     symmetric_vertices_ : ndarray (K, D) or None
         The vertices of the symmetric fit, kept when VLAD fell back.
     inflation_ : float
@@ -359,7 +349,8 @@ class VLAD(_CentroidNestEstimator):
     Raises
     ------
     DataValidationError
-        From ``fit``, for malformed data or ``n_components`` (see :func:`check_nest_data`).
+        From ``fit``, for malformed data or ``n_components`` (see
+        :func:`bayespmf.fit.simplex.check_nest_data`).
 
     Notes
     -----
@@ -406,10 +397,11 @@ class VLAD(_CentroidNestEstimator):
     (:ref:`bench-vlad-asymmetric`). Whitened k-means is k-means of :math:`\theta`
     in the metric :math:`S(\alpha)^\dagger` for any alpha, so its centroids are
     :math:`C = V(\alpha) B`, ``V`` the barycentric CVT centroids of
-    :math:`\mathrm{Dir}(\alpha)` (:func:`bayespmf.kernels.vlad.dirichlet_cvt`), and
-    :math:`B = V^{-1} C`. A given vector alpha is used that way (cells paired with
-    vertices by mass). Without one, VLAD tests that the k-means cells hold the masses
-    of the fitted symmetric nest (:func:`bayespmf.kernels.vlad.symmetry_test`: Lemma 2
+    :math:`\mathrm{Dir}(\alpha)`
+    (:func:`bayespmf.kernels.vlad_asymmetric.dirichlet_cvt`), and :math:`B = V^{-1} C`.
+    A given vector alpha is used that way (cells paired with vertices by mass).
+    Without one, VLAD tests that the k-means cells hold the masses of the fitted
+    symmetric nest (:func:`bayespmf.kernels.vlad_asymmetric.symmetry_test`: Lemma 2
     gives equal masses without noise, but noise moves points across the cells
     unevenly and k-means fits the cells to the same points, so the counts are
     compared with those of the fitted nest simulated with the kernel's noise at the
@@ -420,15 +412,16 @@ class VLAD(_CentroidNestEstimator):
     the top of the noise spectrum at this size, ``mass_balance_.signal_margin > 1``;
     a direction inside the noise bulk cannot be told from noise, the cells of a
     symmetric nest are then unbalanced by the noise and the test is not acted on), it
-    warns (:class:`AsymmetricDirichletWarning`), estimates a vector alpha from the
-    cell masses and the covariance (:func:`bayespmf.kernels.vlad.estimate_alpha_vector`)
-    and sets ``fallback_``; for the Gaussian kernel that estimate simulates the noise
-    in the cells (``noise_aware``). ``python benchmarks/dsn_triangle.py`` compares
+    warns (:class:`~bayespmf.fit.simplex.AsymmetricDirichletWarning`), estimates a
+    vector alpha from the cell masses and the covariance
+    (:func:`bayespmf.kernels.vlad_asymmetric.estimate_alpha_vector`) and sets
+    ``fallback_``; for the Gaussian kernel that estimate simulates the noise in the
+    cells (``noise_aware``). ``python benchmarks/dsn_triangle.py`` compares
     VLAD, GDM and SPA on the triangle test over seeds, and ``python
     benchmarks/dsn_symmetry.py`` counts the fallbacks on the paper's symmetric nests.
     When no vector alpha matches the cell masses (data that are not a Dirichlet nest,
     such as daily stock returns) the estimate stops with ``converged=False`` and
-    ``status="stalled"`` (:class:`bayespmf.kernels.vlad.AlphaVector`) and its
+    ``status="stalled"`` (:class:`bayespmf.kernels.vlad_asymmetric.AlphaVector`) and its
     vertices are not to be trusted; its mass misfit is in the warning.
 
     **Nearly empty cells.** A k-means cell with fewer than ``SMALL_CELL_FRACTION *
@@ -439,8 +432,8 @@ class VLAD(_CentroidNestEstimator):
     18 of 3512 documents, alpha entries down to 1e-4, a topic with 1 word).
 
     The linear algebra runs as NumPy/SciPy except the centring + Gram product, which
-    is a compiled PyTensor graph; see :func:`bayespmf.kernels.vlad.top_subspace` for
-    the timings behind that choice.
+    is a compiled PyTensor graph; see
+    :func:`bayespmf.kernels.vlad_geometry.top_subspace` for the timings behind that choice.
 
     **scikit-learn conventions**: see :mod:`bayespmf.estimators.simplex`.
 
@@ -473,12 +466,12 @@ class VLAD(_CentroidNestEstimator):
 
         Warns
         -----
-        AsymmetricDirichletWarning
+        bayespmf.fit.simplex.AsymmetricDirichletWarning
             The k-means cells' masses differ from those of the fitted symmetric nest;
             VLAD fell back to a vector alpha.
         DegenerateVertexWarning
             Some k-means cells hold fewer than ``SMALL_CELL_FRACTION * n / K`` rows.
-        UnresolvedSimplexWarning
+        bayespmf.fit.simplex.UnresolvedSimplexWarning
             A direction of the top subspace lies inside the noise bulk: the vertices
             along it are not identified from these data and alpha may be far off.
         """
@@ -494,7 +487,7 @@ class VLAD(_CentroidNestEstimator):
         *,
         whiten: str = "corrected",
         noise_bias: str = "bootstrap",
-        n_init: int = DEFAULT_N_INIT,
+        n_init: int = DEFAULT_KMEANS_N_INIT,
         max_iter: int = DEFAULT_KMEANS_MAX_ITER,
         random_state=None,
     ):

@@ -26,22 +26,19 @@ from bayespmf.fit.covariates import fit_latent_class_regression
 from bayespmf.fit.defaults import DEFAULT_N_INIT
 from bayespmf.fit.distal import StructuralFit, class_predictors, distal_outcome
 from bayespmf.fit.em import EMInfo, ad_em, fit_em, run_em
-from bayespmf.fit.latent_class import (
-    METHODS,
-    InMemorySource,
+from bayespmf.fit.latent_class import METHODS, fit_latent_class, max_identifiable_rank
+from bayespmf.fit.loop import IterInfo, StepInfo, iterate
+from bayespmf.fit.memory import (
     InsufficientMemoryError,
-    LatentClassFit,
-    LocalOptimumWarning,
     MemoryBudgetWarning,
     available_memory,
-    fit_latent_class,
-    max_identifiable_rank,
     memory_estimate,
 )
-from bayespmf.fit.loop import IterInfo, StepInfo, iterate
+from bayespmf.fit.multistart import LatentClassFit, LocalOptimumWarning
 from bayespmf.fit.simplex import SimplexNestFit, fit_simplex_nest
 from bayespmf.fit.simplex_metrics import simplex_frobenius_error, simplex_volume
 from bayespmf.fit.simplex_selection import select_simplex_n_components
+from bayespmf.fit.source import InMemorySource
 from bayespmf.fit.standard_errors import standard_errors
 from bayespmf.fit.topics import document_completion_perplexity, topic_coherence
 

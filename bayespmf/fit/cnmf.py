@@ -14,8 +14,8 @@ import numpy as np
 
 from bayespmf._validation import check_choice, check_float, check_int
 from bayespmf.fit.loop import iterate
-from bayespmf.kernels.cnmf import (
-    OBJECTIVE_FLOOR,
+from bayespmf.kernels.cnmf_common import OBJECTIVE_FLOOR
+from bayespmf.kernels.cnmf_opt import (
     cnmf_opt_init,
     cnmf_opt_mm_step,
     cnmf_opt_squarem_step,
@@ -36,13 +36,13 @@ CNMF_OPT_SOLVERS = {
 def relative_decrease(trace, info, tol) -> bool:
     """CNMF-OPT's rule: a sweep lowered the misfit by at most ``tol`` times its value.
 
-    ``info`` is a :class:`~bayespmf.kernels.cnmf.CNMFOptInfo` (``-info.objective`` is
+    ``info`` is a :class:`~bayespmf.kernels.cnmf_opt.CNMFOptInfo` (``-info.objective`` is
     the misfit before the sweep, ``info.misfit`` after it); a misfit at or below
     ``OBJECTIVE_FLOOR`` is an exact fit and stops too.
 
     Examples
     --------
-    >>> from bayespmf.kernels.cnmf import CNMFOptInfo
+    >>> from bayespmf.kernels.cnmf_opt import CNMFOptInfo
     >>> relative_decrease([], CNMFOptInfo(-1.0, 1, 0.9999999), 1e-6)
     True
     """
@@ -71,11 +71,11 @@ def cnmf_opt(
         The pairwise marginals to fit (N >= 2 variables, empirical or population).
     n_components : int
         Latent classes F; at most ``max_cnmf_rank(n_categories)``, as for
-        :func:`~bayespmf.kernels.cnmf.cnmf_spa`.
+        :func:`~bayespmf.kernels.cnmf_spa.cnmf_spa`.
     init : None, "random", "cnmf-spa", LatentClassParams or (weights, factors)
         Starting point. ``None``/"random": columns drawn uniformly from
         ``random_state`` and normalized; "cnmf-spa":
-        :func:`~bayespmf.kernels.cnmf.cnmf_spa`. A CNMF-SPA or
+        :func:`~bayespmf.kernels.cnmf_spa.cnmf_spa`. A CNMF-SPA or
         given start is mixed with ``INIT_SMOOTHING`` of the uniform PMF (multiplicative
         updates cannot leave an exact zero). Not modified.
     pair_weighting : {"uniform", "counts"}, default "uniform"

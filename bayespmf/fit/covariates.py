@@ -51,9 +51,9 @@ from bayespmf.pmf import split_factors, stack_factors
 
 __all__ = [
     "BOUNDARY",
-    "DEFAULT_MAX_ITER",
+    "DEFAULT_COVARIATE_MAX_ITER",
     "DEFAULT_N_STARTS",
-    "DEFAULT_TOL",
+    "DEFAULT_COVARIATE_TOL",
     "FD_STEP",
     "LatentClassRegressionFit",
     "LatentClassRegressionParams",
@@ -74,8 +74,8 @@ __all__ = [
 #: iterations are few and cheap next to that multi-start fit, and at 1e-8 beta was still
 #: visibly short of its limit on the StepMix comparison (benchmarks/lca_covariates.py;
 #: :ref:`bench-covariates`).
-DEFAULT_MAX_ITER = 2000
-DEFAULT_TOL = 1e-10
+DEFAULT_COVARIATE_MAX_ITER = 2000
+DEFAULT_COVARIATE_TOL = 1e-10
 
 #: The EM loop stops only once no factor entry grows by more than this log-factor per
 #: step (besides the Aitken rule of :mod:`bayespmf.fit.loop`): an entry leaving the
@@ -524,8 +524,8 @@ def fit_latent_class_regression(
     ridge: float = 0.0,
     stderr: bool = True,
     polish: bool = True,
-    max_iter: int = DEFAULT_MAX_ITER,
-    tol: float = DEFAULT_TOL,
+    max_iter: int = DEFAULT_COVARIATE_MAX_ITER,
+    tol: float = DEFAULT_COVARIATE_TOL,
     random_state=None,
     sample_weight=None,
     progressbar: bool = False,

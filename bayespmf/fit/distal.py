@@ -72,8 +72,8 @@ from bayespmf.pmf import class_log_joint, posterior_from_log_joint
 
 __all__ = [
     "CORRECTIONS",
-    "DEFAULT_MAX_ITER",
-    "DEFAULT_TOL",
+    "DEFAULT_DISTAL_MAX_ITER",
+    "DEFAULT_DISTAL_TOL",
     "StructuralFit",
     "class_predictors",
     "check_outcome",
@@ -87,8 +87,8 @@ CORRECTIONS = ("none", "bch", "ml", "two-step", "one-step")
 #: Iteration cap and Aitken tolerance of the structural EM (:mod:`bayespmf.fit.loop`):
 #: the structural EM is cheap (T x S work per step), so it runs to a tolerance at
 #: which the estimates are converged to well below their standard errors.
-DEFAULT_MAX_ITER = 5000
-DEFAULT_TOL = 1e-12
+DEFAULT_DISTAL_MAX_ITER = 5000
+DEFAULT_DISTAL_TOL = 1e-12
 
 #: Central-difference step of the numerical information, in units of each
 #: parameter's scale (a standard deviation for a mean, min(p, 1 - p) for a
@@ -822,8 +822,8 @@ def distal_outcome(
     fit_intercept: bool = True,
     fix_weights: bool = False,
     stderr: bool = True,
-    max_iter: int = DEFAULT_MAX_ITER,
-    tol: float = DEFAULT_TOL,
+    max_iter: int = DEFAULT_DISTAL_MAX_ITER,
+    tol: float = DEFAULT_DISTAL_TOL,
 ) -> StructuralFit:
     r"""Class-specific distribution of a distal outcome, after a latent-class fit.
 
@@ -1024,8 +1024,8 @@ def class_predictors(
     *,
     fit_intercept: bool = True,
     stderr: bool = True,
-    max_iter: int = DEFAULT_MAX_ITER,
-    tol: float = DEFAULT_TOL,
+    max_iter: int = DEFAULT_DISTAL_MAX_ITER,
+    tol: float = DEFAULT_DISTAL_TOL,
 ) -> StructuralFit:
     r"""Multinomial logit of the class on covariates, after a latent-class fit.
 

@@ -16,7 +16,7 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.fit.loop import iterate
-from bayespmf.kernels.cnmf import check_n_components
+from bayespmf.kernels.cnmf_common import check_n_components
 from bayespmf.kernels.juror import (
     DEFAULT_RHO_PER_PROJECTION,
     PATIENCE,
@@ -206,7 +206,7 @@ def juror(
       least-squares inverse of the Radon transform (one eigendecomposition per pair,
       reused by G2), projected onto the simplex (a PMF; the projection is the identity
       for exact statistics); then CNMF-SPA on the assembled virtual matrix
-      (:func:`~bayespmf.kernels.cnmf.cnmf_spa`, which also chooses the split
+      (:func:`~bayespmf.kernels.cnmf_spa.cnmf_spa`, which also chooses the split
       :math:`S_1, S_2`).
     * G2 (lines 6-13): :math:`Z_{jk} = (Q_{jk} + \rho I)^{-1}(b_{jk} + \rho\,
       A_j D(\lambda) A_k^\top)` (line 8, same eigendecomposition), projected onto the

@@ -3,8 +3,9 @@ r"""One public fit function for latent-class PMFs, with a registry of methods.
 :func:`fit_latent_class` validates, picks the method from :data:`METHODS` by name and
 runs it on a *data source*: an object with ``n_categories``, ``names``, ``categories``
 and the passes a method needs (``pairwise_marginals()``, ``triple_marginals()``,
-``categorical()``, ``em_kernel(rank, backend)``). :class:`InMemorySource` holds rows
-in memory; ``bayespmf.dask`` supplies one over chunked arrays, so the estimator
+``categorical()``, ``em_kernel(rank, backend)``).
+:class:`~bayespmf.fit.source.InMemorySource` holds rows in memory; ``bayespmf.dask``
+supplies one over chunked arrays, so the estimator
 (:class:`~bayespmf.estimators.LatentClassPMF`) and the Dask path call the same function
 (as scikit-learn's ``NMF`` calls ``non_negative_factorization``).
 
@@ -36,31 +37,16 @@ from bayespmf.fit.cnmf import cnmf_opt
 from bayespmf.fit.ctd import ctd
 from bayespmf.fit.em import EMInfo, ad_em, em_start, run_em
 from bayespmf.fit.juror import juror
-from bayespmf.fit.memory import (  # re-exported: part of this module's API
-    InsufficientMemoryError,
-    MemoryBudgetWarning,
-    available_memory,
-    check_memory,
-    memory_estimate,
-)
-from bayespmf.fit.multistart import (  # re-exported: part of this module's API
-    INIT_FLOOR,
+from bayespmf.fit.memory import check_memory
+from bayespmf.fit.multistart import (
     LatentClassFit,
-    LocalOptimumWarning,
     floor_params,
     multistart,
-    optima_table,
-    random_starts,
-    rows_start,
     warn_optima,
 )
 from bayespmf.fit.recorded import call_recording_warnings
-from bayespmf.fit.source import (  # re-exported: part of this module's API
-    InMemorySource,
-    as_source,
-    check_sample_weight,
-)
-from bayespmf.kernels.cnmf import cnmf_spa
+from bayespmf.fit.source import as_source
+from bayespmf.kernels.cnmf_spa import cnmf_spa
 from bayespmf.pmf import (
     check_params,
     log_likelihood_rows,
@@ -69,25 +55,12 @@ from bayespmf.pmf import (
 __all__ = [
     "EM_METHODS",
     "WEIGHTED_METHODS",
-    "INIT_FLOOR",
     "METHODS",
-    "InMemorySource",
-    "LatentClassFit",
-    "LocalOptimumWarning",
-    "InsufficientMemoryError",
-    "MemoryBudgetWarning",
-    "available_memory",
-    "memory_estimate",
     "fit_latent_class",
     "max_identifiable_rank",
-    "multistart",
-    "optima_table",
     "check_identifiable_rank",
-    "check_sample_weight",
     "fit_from_starts",
-    "random_starts",
     "rescaled_fit",
-    "rows_start",
 ]
 
 
@@ -355,9 +328,9 @@ def fit_latent_class(
         Bad ``method``, ``n_init``, ``max_iter``, ``tol`` or ``callback``.
     InsufficientMemoryError
         (A ``ValueError`` and ``MemoryError``.) The statistics of ``method`` would not
-        fit in the available memory (:func:`memory_estimate`, :func:`available_memory`;
-        checked before allocating them); the message names the bytes and a method
-        that fits.
+        fit in the available memory (:func:`~bayespmf.fit.memory.memory_estimate`,
+        :func:`~bayespmf.fit.memory.available_memory`; checked before allocating
+        them); the message names the bytes and a method that fits.
 
     Warns
     -----

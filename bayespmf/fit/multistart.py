@@ -27,7 +27,7 @@ from bayespmf.fit import defaults, memory
 from bayespmf.fit.em import run_em
 from bayespmf.fit.loop import ROUNDOFF
 from bayespmf.fit.memory import MemoryBudgetWarning, format_gib, memory_estimate
-from bayespmf.kernels.cnmf import cnmf_spa
+from bayespmf.kernels.cnmf_spa import cnmf_spa
 from bayespmf.kernels.em import init_random, normalize_blocks
 from bayespmf.kernels.squarem import batched_squarem_pmf_step
 from bayespmf.pmf import (

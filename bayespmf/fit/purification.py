@@ -38,10 +38,15 @@ from bayespmf.kernels.purification import (
     span_residual,
 )
 
-__all__ = ["DEFAULT_MAX_ITER", "PurificationWarning", "noise_allowance", "purification"]
+__all__ = [
+    "DEFAULT_PURIFICATION_MAX_ITER",
+    "PurificationWarning",
+    "noise_allowance",
+    "purification",
+]
 
 #: Iterations T of Alg. 1 when ``max_iter`` is None.
-DEFAULT_MAX_ITER = 100
+DEFAULT_PURIFICATION_MAX_ITER = 100
 
 #: The guard stops when the share of the data outside the span of the features
 #: (``span_residual``) exceeds its smallest value so far by this fraction: a converging
@@ -167,8 +172,8 @@ def purification(
         Warm start :math:`A^{(0)}` (Assumption (A3): each column mostly its own
         ground-truth feature), e.g. SPA on the data points. Not modified.
     max_iter : int, optional
-        Iterations T; ``DEFAULT_MAX_ITER`` (100) when None. Alg. 1 runs all of them;
-        the guard may stop earlier (see Notes).
+        Iterations T; ``DEFAULT_PURIFICATION_MAX_ITER`` (100) when None. Alg. 1 runs
+        all of them; the guard may stop earlier (see Notes).
     eta : float, default 0.1
         Step size :math:`\eta \in (0, 1]`. The analysis takes :math:`\eta = \ell/6`
         (Sec. 5.2), :math:`\ell` the warm start's quality in (A3).
@@ -304,7 +309,10 @@ def purification(
     (0.063, 0.023, [])
     """
     max_iter = check_int(
-        DEFAULT_MAX_ITER if max_iter is None else max_iter, "max_iter", owner=owner, low=1
+        DEFAULT_PURIFICATION_MAX_ITER if max_iter is None else max_iter,
+        "max_iter",
+        owner=owner,
+        low=1,
     )
     y = check_matrix(y, "y", owner)
     init = check_matrix(init, "init", owner)

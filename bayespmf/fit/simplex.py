@@ -28,7 +28,7 @@ from bayespmf._validation import (
 )
 from bayespmf.fit.source import float_array
 from bayespmf.kernels.extension_table import extension_gamma_fn, extension_parameter
-from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, DEFAULT_N_INIT, kmeans
+from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, DEFAULT_KMEANS_N_INIT, kmeans
 from bayespmf.kernels.simplex import project_simplex
 from bayespmf.kernels.spa import spa, spa_centered_rows
 from bayespmf.kernels.vlad_asymmetric import (
@@ -433,7 +433,7 @@ def fit_simplex_nest(
     *,
     kernel: str = "gaussian",
     alpha=None,
-    n_init: int = DEFAULT_N_INIT,
+    n_init: int = DEFAULT_KMEANS_N_INIT,
     max_iter: int = DEFAULT_KMEANS_MAX_ITER,
     whiten: str = "corrected",
     noise_bias: str = "bootstrap",
@@ -692,7 +692,7 @@ def rejects_symmetry(balance) -> bool:
 
     Examples
     --------
-    >>> from bayespmf.kernels.vlad import MassBalance
+    >>> from bayespmf.kernels.vlad_asymmetric import MassBalance
     >>> mb = MassBalance(np.array([0.5, 0.3, 0.2]), 300.0, 1e-9, 0.13, signal_margin=4.0)
     >>> rejects_symmetry(mb), rejects_symmetry(mb._replace(signal_margin=0.9))
     (True, False)

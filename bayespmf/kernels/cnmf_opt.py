@@ -13,8 +13,9 @@ objective (problems (5)-(6) of the paper):
 * :func:`cnmf_opt_squarem_step`, one SQUAREM-PMF cycle (Chege et al., Tables I-II)
   over that EM update.
 
-``bayespmf.fit.cnmf.cnmf_opt`` runs the steps under the one loop. Its names are
-re-exported by :mod:`bayespmf.kernels.cnmf`.
+``bayespmf.fit.cnmf.cnmf_opt`` runs the steps under the one loop; what it shares with
+CNMF-SPA (the checks, :func:`~bayespmf.kernels.cnmf_common.pairwise_misfit`) is
+:mod:`bayespmf.kernels.cnmf_common`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import pytensor
 import pytensor.tensor as pt
 
 from bayespmf._validation import DataValidationError, check_random_state
-from bayespmf.kernels._cnmf_common import (
+from bayespmf.kernels.cnmf_common import (
     PROB_FLOOR,
     check_marginals,
     check_n_components,

@@ -3,8 +3,8 @@
 :func:`cnmf_spa` recovers the factors in closed form from one "virtual NMF" matrix
 of a split of the variables by the successive projection algorithm [2]_, with the
 split chosen among candidates by misfit and a parametric bootstrap
-(:mod:`bayespmf.kernels._cnmf_bootstrap`). Its names are re-exported by
-:mod:`bayespmf.kernels.cnmf`.
+(:mod:`bayespmf.kernels._cnmf_bootstrap`); what it shares with CNMF-OPT is
+:mod:`bayespmf.kernels.cnmf_common`.
 
 References
 ----------
@@ -29,7 +29,7 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.kernels._cnmf_bootstrap import draw_replicate, replicate_base, replicate_plan
-from bayespmf.kernels._cnmf_common import (
+from bayespmf.kernels.cnmf_common import (
     OBJECTIVE_FLOOR,
     check_marginals,
     check_n_components,
@@ -47,7 +47,7 @@ from bayespmf.pmf import LatentClassParams, split_factors
 __all__ = [
     "BOOTSTRAP_MISFIT_RATIO",
     "CUT_SHARES",
-    "DEFAULT_N_BOOTSTRAP",
+    "DEFAULT_CNMF_N_BOOTSTRAP",
     "DEFAULT_N_SPLITS",
     "MAX_BOOTSTRAPPED",
     "MAX_ENUMERATED_NNLS_RANK",
@@ -77,7 +77,7 @@ CUT_SHARES = (0.5, 0.25)
 #: comparison is paired. On the CNMF paper's Table 1 generator the chosen split's
 #: factor MSE improved little beyond 8 replicates, and every count beat the fixed
 #: M = 3 split (:ref:`bench-cnmf`).
-DEFAULT_N_BOOTSTRAP = 8
+DEFAULT_CNMF_N_BOOTSTRAP = 8
 
 #: Candidates whose misfit exceeds this multiple of the smallest are not bootstrapped,
 #: and at most MAX_BOOTSTRAPPED of the others (the lowest misfits). A split without
@@ -434,7 +434,7 @@ def cnmf_spa(
     split=None,
     selection: str = "bootstrap",
     n_splits: int = DEFAULT_N_SPLITS,
-    n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
+    n_bootstrap: int = DEFAULT_CNMF_N_BOOTSTRAP,
     min_count: int = 1,
     random_state=None,
     batched: bool = False,

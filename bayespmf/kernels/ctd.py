@@ -28,7 +28,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from bayespmf._validation import DataValidationError, check_int, check_random_state
-from bayespmf.kernels.cnmf import check_init_params
+from bayespmf.kernels.cnmf_opt import check_init_params
 from bayespmf.kernels.em import init_random
 from bayespmf.kernels.simplex import project_simplex
 from bayespmf.marginals import TripleMarginals

@@ -128,8 +128,8 @@ def dirichlet_common_draws(
         faster (:ref:`bench-vlad-alpha`), with a relative error below 1e-7 (draws
         with u below 6e-16 or above 1 - 6e-16 are clipped there).
         Used by the parametric bootstrap of
-        :func:`bayespmf.kernels.vlad.calibrate_alpha`, which draws n x K weights per
-        replicate at every alpha it tries.
+        :func:`bayespmf.kernels.vlad_calibration.calibrate_alpha`, which draws n x K
+        weights per replicate at every alpha it tries.
 
     Returns
     -------

@@ -9,7 +9,7 @@ blocks, each here as a pure function (:func:`juror_g1`, :func:`g2_step`,
 :func:`g3_step`):
 
 * **G1** (Alg. 1, lines 2-4): least-squares inversion of the Radon transform, pair by
-  pair, then CNMF-SPA (:func:`bayespmf.kernels.cnmf.cnmf_spa`) on the estimated
+  pair, then CNMF-SPA (:func:`bayespmf.kernels.cnmf_spa.cnmf_spa`) on the estimated
   pairwise marginals;
 * **G2** (lines 6-13): alternate the penalized update
   :math:`Z_{jk} = (\mathfrak{R}^\top\mathfrak{R} + \rho I)^{-1}(\mathfrak{R}^\top Y_{jk}
@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import lsqr
 
 from bayespmf._validation import DataValidationError, check_int, check_random_state
-from bayespmf.kernels.cnmf import cnmf_spa
+from bayespmf.kernels.cnmf_spa import cnmf_spa
 from bayespmf.kernels.simplex import project_simplex
 from bayespmf.marginals import (
     PairwiseMarginals,

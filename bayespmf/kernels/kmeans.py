@@ -1,7 +1,8 @@
 """k-means with k-means++ restarts (VLAD, GDM and their calibrations).
 
-Shared by :mod:`bayespmf.kernels.vlad` and :mod:`bayespmf.kernels.extension_table`, so
-that neither imports the other.
+Shared by the VLAD kernels (:mod:`bayespmf.kernels.vlad_geometry`,
+:mod:`bayespmf.kernels.vlad_calibration`) and :mod:`bayespmf.kernels.extension_table`,
+so that neither imports the other.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from bayespmf._validation import check_random_state
 __all__ = [
     "BATCHED_MIN_FEATURES",
     "DEFAULT_KMEANS_MAX_ITER",
-    "DEFAULT_N_INIT",
+    "DEFAULT_KMEANS_N_INIT",
     "kmeans",
 ]
 
 #: k-means restarts: the paper's setting (Supplement B, "8 restarts and ++
 #: initialization").
-DEFAULT_N_INIT = 8
+DEFAULT_KMEANS_N_INIT = 8
 
 #: Lloyd iterations per k-means run (scikit-learn's default).
 DEFAULT_KMEANS_MAX_ITER = 300
@@ -51,7 +52,7 @@ def kmeans(
     points,
     n_clusters: int,
     *,
-    n_init: int = DEFAULT_N_INIT,
+    n_init: int = DEFAULT_KMEANS_N_INIT,
     max_iter: int = DEFAULT_KMEANS_MAX_ITER,
     init=None,
     random_state=None,

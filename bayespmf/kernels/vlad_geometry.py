@@ -20,7 +20,7 @@ from scipy import sparse
 from scipy.sparse.linalg import LinearOperator, svds
 
 from bayespmf._validation import check_random_state
-from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, DEFAULT_N_INIT, kmeans
+from bayespmf.kernels.kmeans import DEFAULT_KMEANS_MAX_ITER, DEFAULT_KMEANS_N_INIT, kmeans
 from bayespmf.kernels.simplex import project_simplex
 
 __all__ = [
@@ -238,7 +238,7 @@ def vlad_centroids(
     n_components: int,
     *,
     metric=None,
-    n_init: int = DEFAULT_N_INIT,
+    n_init: int = DEFAULT_KMEANS_N_INIT,
     max_iter: int = DEFAULT_KMEANS_MAX_ITER,
     random_state=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -2,26 +2,24 @@
 
 :func:`params_of` reorders a fitted estimator's factors to the model's variables and
 each factor's rows to the model's category labels (or refuses a mismatch), so that a
-model built on the same data with its columns in another order gets the right start;
-:func:`initvals_from_params` turns it into one jittered start per chain, and
-:func:`optima_starts` gives the distinct optima of a multi-start fit.
+model built on the same data with its columns in another order gets the right start
+(the latent-class family's start builder in :mod:`bayespmf.models.posterior` turns it
+into one jittered start per chain), and :func:`optima_starts` gives the distinct
+optima of a multi-start fit.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from bayespmf._validation import DataValidationError, check_int
+from bayespmf._validation import DataValidationError
 from bayespmf.data import CategoricalData, as_categorical, layout_of
-from bayespmf.models._start import INIT_JITTER, jitter_simplex, start_rng
-from bayespmf.models.latent_class import factor_var_name, model_data
 from bayespmf.pmf import LatentClassParams, check_params
 
 __all__ = [
     "OPTIMA_WINDOW",
     "bind_factors",
     "bound_sizes",
-    "initvals_from_params",
     "optima_starts",
     "params_of",
 ]
@@ -111,42 +109,6 @@ def bound_sizes(data: CategoricalData, like: CategoricalData) -> list[int]:
     if set(data.names) == set(like.names):
         return [int(data.n_categories[data.names.index(n)]) for n in like.names]
     return [int(k) for k in data.n_categories]  # names carry no information
-
-
-def initvals_from_params(
-    model,
-    init,
-    *,
-    chains: int = 1,
-    jitter: float = INIT_JITTER,
-    random_seed=None,
-) -> list[dict]:
-    """Starting points (one dict per chain, constrained values) from a point estimate.
-
-    Entries are clipped away from 0 and renormalized; each chain's start is jittered
-    multiplicatively (``x * exp(jitter * z)``, renormalized), i.e. on the log scale of
-    the simplex, so every start stays on the simplex.
-
-    Examples
-    --------
-    >>> from bayespmf.models import latent_class_model
-    >>> data = CategoricalData.from_codes([[0, 1], [1, 0]], 2, names=["a", "b"])
-    >>> model = latent_class_model(data, n_components=1)
-    >>> iv = initvals_from_params(model, ([1.0], [np.array([[0.5], [0.5]])] * 2), chains=2)
-    >>> len(iv), iv[0]["A_a"].shape
-    (2, (1, 2))
-    """
-    data, n_components = model_data(model)
-    params = params_of(init, data, n_components)
-    rng = start_rng(random_seed)
-    chains = check_int(chains, "chains", low=1)
-    out = []
-    for _ in range(chains):
-        d = {"weights": jitter_simplex(params.weights, 0, jitter, rng)}
-        for name, a in zip(data.names, params.factors, strict=True):
-            d[factor_var_name(name)] = jitter_simplex(np.asarray(a).T, 1, jitter, rng)
-        out.append(d)
-    return out
 
 
 def optima_starts(point) -> list:

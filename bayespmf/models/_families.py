@@ -1,13 +1,15 @@
 """The model families :func:`bayespmf.models.sample` runs, and the one path they share.
 
 Each family (latent class, latent-class regression, simplex nest) is one
-:class:`Family` record of what differs: how to recognize its model, its default point
-estimate, how to read a point from ``init``, how to turn a point into one start per
-chain, how to rewrite the model before sampling (freeze the data, pivot coordinates,
-the fused Op) and how to finish the draws (undo the rewrite, label alignment, attrs).
-:func:`sample_family` runs the rest once for all of them: the sampler-argument
-checks, the options a family does not have (refused, never ignored), the starts, the
-sampler call and the log-likelihood group.
+:class:`Family` record of what differs: how to recognize its model and its draws, its
+default point estimate, how to read a point from ``init``, how to turn a point into one
+start per chain (its start builder, run by :func:`bayespmf.models.initvals`), how to
+rewrite the model before sampling (freeze the data, pivot coordinates, the fused Op),
+how to relabel its draws (run by :func:`bayespmf.models.align_labels`) and how to
+finish them (undo the rewrite, label alignment, attrs). :func:`sample_family` runs the
+rest once for all of them: the checks of every argument (once, before any work), the
+options a family does not have (refused, never ignored), the starts, the sampler call
+and the log-likelihood group.
 """
 
 from __future__ import annotations
@@ -22,14 +24,12 @@ import pymc as pm
 from bayespmf._validation import DataValidationError, check_random_seed
 from bayespmf.models._names import OUTCOME_DATA_NAME, OUTCOME_NAME
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
-from bayespmf.models._start import INIT_JITTER
+from bayespmf.models._start import check_jitter
 
 __all__ = [
     "LOG_LIKELIHOOD_MAX_BYTES",
-    "SAMPLE_DEFAULTS",
     "Family",
     "log_likelihood_bytes",
-    "sample_alias",
     "sample_family",
 ]
 
@@ -37,23 +37,6 @@ __all__ = [
 #: ``sample(log_likelihood="auto")`` computes; above it the group is skipped with a
 #: warning (at 1e6 rows, 4 chains x 1000 draws it would be 32 GB).
 LOG_LIKELIHOOD_MAX_BYTES = 2**30
-
-#: The defaults of :func:`bayespmf.models.sample`'s options (the old per-family
-#: aliases fill in what they are not given from here; a test checks that ``sample``'s
-#: signature says the same).
-SAMPLE_DEFAULTS = {
-    "method": "nuts",
-    "nuts_sampler": "pymc",
-    "draws": 1000,
-    "tune": 1000,
-    "chains": 4,
-    "random_seed": None,
-    "progressbar": True,
-    "align": True,
-    "log_likelihood": "auto",
-    "advi_iterations": 20000,
-    "simplex_transform": None,
-}
 
 
 class Family(NamedTuple):
@@ -74,12 +57,19 @@ class Family(NamedTuple):
     point : callable ``(model, init, random_seed) -> point or None``
         ``init`` (not a string) as the family's point; ``None`` may fit ``estimate``.
     initvals : callable ``(model, point, chains, jitter, rng) -> list of dict``
-        One start (constrained values) per chain, jittered.
+        The start builder: one start (constrained values) per chain from a point (as
+        ``point`` returns it, or a point estimate ``point`` reads), jittered; the
+        arguments are checked already.
     rewrite : callable ``(model, point, initvals, method, nuts_sampler, transform)``
         Returns ``(model to sample, initvals, undo)``; ``undo`` (or None) is applied to
         the draws.
     finish : callable ``(idata, model, point, starts, align, random_seed) -> idata``
         Attrs, label alignment, data groups.
+    drawn : callable ``posterior -> bool``
+        Whether a posterior (``idata.posterior``) holds draws of this family's model.
+    align : callable ``(idata, reference, data, n_refine) -> idata``
+        Label alignment of the draws to a point estimate (``data``: the model's data,
+        for the families that read their variables' names from it, else None).
     init_modes : tuple of str
         The strings ``init`` may be (``"auto"``: fit ``estimate``).
     optima : callable ``point -> list`` or None
@@ -89,6 +79,9 @@ class Family(NamedTuple):
         The ``simplex_transform`` options (empty: the family has none).
     loglik_rows : callable ``idata -> idata`` or None
         Turns PyMC's per-entry log-likelihood into one value per row.
+    pymc_init_on_none : bool
+        ``init=None`` leaves the chains' starts to PyMC (no point estimate, nothing to
+        jitter); otherwise it fits ``estimate``.
     """
 
     name: str
@@ -100,10 +93,13 @@ class Family(NamedTuple):
     initvals: Callable[..., list]
     rewrite: Callable[..., tuple]
     finish: Callable[..., Any]
+    drawn: Callable[[Any], bool]
+    align: Callable[..., Any]
     init_modes: tuple[str, ...] = ("auto",)
     optima: Callable[[Any], list] | None = None
     simplex_transforms: tuple[str, ...] = ()
     loglik_rows: Callable[[Any], Any] | None = None
+    pymc_init_on_none: bool = False
 
 
 def sample_family(
@@ -123,15 +119,17 @@ def sample_family(
     log_likelihood: bool | str,
     advi_iterations: int,
     simplex_transform: str | None,
-    jitter: float = INIT_JITTER,
+    jitter: float | None,
     **sample_kwargs,
 ):
     """The posterior of ``model`` (of ``family``): what :func:`sample` runs for each.
 
     Every argument is as in :func:`bayespmf.models.sample`; ``owner`` names the
-    function in messages and ``jitter`` scales the per-chain jitter of the starts.
-    The family's checks run before its point estimate is fitted, which takes a while.
-
+    function in messages. Every argument is checked here, once, before any work: the
+    options the family does not have are refused (never ignored), and so are the
+    keywords the sampler would not use, before the point estimate (which takes a
+    while) is fitted; :func:`~bayespmf.models._sampling.run_sampler` checks nothing
+    again.
     """
     random_seed = check_random_seed(random_seed, owner)
     if (
@@ -153,7 +151,19 @@ def sample_family(
         raise DataValidationError(
             f"{family.method_error.format(owner=owner)}; got method={method!r}{note}."
         )
-    draws, tune, chains = check_sampler_args(method, draws, tune, chains, owner)
+    # unknown keywords and empty ADVI runs are refused before the point estimate is fit
+    draws, tune, chains = check_sampler_args(
+        method,
+        draws,
+        tune,
+        chains,
+        owner,
+        advi_iterations=advi_iterations,
+        sample_kwargs={"nuts_sampler": nuts_sampler, **sample_kwargs},
+    )
+    if method == "nuts":
+        check_nuts_sampler(nuts_sampler, tune)
+        sample_kwargs["nuts_sampler"] = nuts_sampler
     if not (isinstance(log_likelihood, bool) or log_likelihood == "auto"):
         raise DataValidationError(
             f"The 'log_likelihood' parameter of {owner} must be True, False or 'auto'; "
@@ -172,19 +182,12 @@ def sample_family(
             f"{family.name} model. Drop the argument."
         )
     mode, point = _init_mode(family, init, owner)
-    # unknown keywords and empty ADVI runs are refused before the point estimate is fit
-    check_sampler_args(
-        method,
-        draws,
-        tune,
-        chains,
-        owner,
-        advi_iterations=advi_iterations,
-        sample_kwargs={"nuts_sampler": nuts_sampler, **sample_kwargs},
-    )
-    if method == "nuts":
-        check_nuts_sampler(nuts_sampler, tune)
-        sample_kwargs["nuts_sampler"] = nuts_sampler
+    if jitter is not None and init is None and family.pymc_init_on_none:
+        raise DataValidationError(
+            f"The 'jitter' parameter of {owner} jitters starts at a point estimate; with "
+            "init=None PyMC initializes the chains itself. Drop 'jitter' or pass an init."
+        )
+    jitter = check_jitter(jitter, owner)
     rng = np.random.default_rng(random_seed)
     if mode is None:
         point = family.point(model, init, random_seed)
@@ -236,15 +239,6 @@ def sample_family(
         if family.loglik_rows is not None:
             idata = family.loglik_rows(idata)
     return idata
-
-
-def sample_alias(family: Family, model, owner: str, **options):
-    """:func:`sample_family` with :data:`SAMPLE_DEFAULTS` for the options not given.
-
-    What the old per-family names (``sample_regression``, ``sample_simplex_nest``)
-    run: ``bayespmf.models.sample`` with their own ``init`` default.
-    """
-    return sample_family(family, model, owner=owner, **{**SAMPLE_DEFAULTS, **options})
 
 
 def _init_mode(family: Family, init, owner: str):

@@ -186,6 +186,8 @@ def check_sample_kwargs(
         An unknown keyword (the message lists the valid ones), a NUTS option with
         ADVI or an ADVI option with NUTS, a key of ``nuts={...}`` that PyMC's NUTS
         does not have, ``advi_iterations < 1`` with ADVI.
+    ValueError
+        A PyMC-only keyword with an external NUTS sampler.
     """
     if method == "gibbs":
         _check_gibbs_kwargs(sample_kwargs, owner)
@@ -211,8 +213,15 @@ def check_sample_kwargs(
             ),
         )
         return
-    if sample_kwargs.get("nuts_sampler", "pymc") != "pymc":
-        return  # the external samplers' keywords are checked by run_sampler
+    sampler = sample_kwargs.get("nuts_sampler", "pymc")
+    if sampler != "pymc":  # the external samplers take a few of pm.sample's keywords
+        bad = sorted(set(sample_kwargs) - set(_EXTERNAL_KWARGS) - {"nuts_sampler"})
+        if bad:
+            raise ValueError(
+                f"nuts_sampler={sampler!r} does not take {bad}; it takes "
+                f"{list(_EXTERNAL_KWARGS)}. Drop them or use nuts_sampler='pymc'."
+            )
+        return
     _refuse_unknown(
         sample_kwargs,
         _pymc_sample_keywords(),
@@ -382,25 +391,14 @@ def run_sampler(
         ``sampling_method``, ``nuts_sampler`` and ``sampling_time`` (seconds,
         compilation included).
 
-    Raises
-    ------
-    ValueError
-        An unknown or uninstalled ``nuts_sampler``, ``tune=0`` with nutpie, a
-        PyMC-only keyword with an external sampler, any keyword the sampler would
-        not use (:func:`check_sample_kwargs`), or ``advi_iterations < 1`` with ADVI.
+    Its arguments are not checked here: the caller checks them first
+    (:func:`check_sampler_args` with the keywords, :func:`check_nuts_sampler`; what
+    :func:`bayespmf.models.sample` does once, before it fits a point estimate).
     """
-    check_sample_kwargs(
-        method,
-        sample_kwargs,
-        advi_iterations=advi_iterations if method == "advi" else None,
-        owner="sample",
-    )
     nuts_sampler = sample_kwargs.pop("nuts_sampler", "pymc")
     t0 = time.perf_counter()
     with model:
         if method in ("nuts", "gibbs"):
-            if method == "nuts":
-                check_nuts_sampler(nuts_sampler, tune)
             sample_kwargs.setdefault("cores", max(1, min(chains, n_cpus())))
             common = dict(
                 draws=draws,
@@ -433,17 +431,10 @@ def run_sampler(
                 idata = pm.sample(
                     **common, compute_convergence_checks=False, **sample_kwargs
                 )
+            elif nuts_sampler == "nutpie":
+                idata = _sample_nutpie(model, common, **sample_kwargs)
             else:
-                bad = sorted(set(sample_kwargs) - set(_EXTERNAL_KWARGS))
-                if bad:
-                    raise ValueError(
-                        f"nuts_sampler={nuts_sampler!r} does not take {bad}; it takes "
-                        f"{list(_EXTERNAL_KWARGS)}. Drop them or use nuts_sampler='pymc'."
-                    )
-                if nuts_sampler == "nutpie":
-                    idata = _sample_nutpie(model, common, **sample_kwargs)
-                else:
-                    idata = _sample_jax(model, nuts_sampler, common, **sample_kwargs)
+                idata = _sample_jax(model, nuts_sampler, common, **sample_kwargs)
         else:
             approx = pm.fit(
                 n=advi_iterations,

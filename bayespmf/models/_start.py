@@ -1,18 +1,28 @@
 """Starting points of the chains: one set of constants and one jitter for every family.
 
 :data:`INIT_CLIP` and :data:`INIT_JITTER` and :func:`jitter_simplex` serve the
-latent-class model, the latent-class regression and the simplex nest (their
-``initvals`` builders); the latent-class point estimate's binding to its model is
-:mod:`bayespmf.models._binding`.
+latent-class model, the latent-class regression and the simplex nest (the start
+builders of their families, run by :func:`bayespmf.models.initvals` and
+:func:`bayespmf.models.sample`); the latent-class point estimate's binding to its
+model is :mod:`bayespmf.models._binding`.
 """
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from bayespmf._validation import check_random_state
+from bayespmf._validation import DataValidationError, check_random_state
 
-__all__ = ["INIT_CLIP", "INIT_JITTER", "clip_simplex", "jitter_simplex", "start_rng"]
+__all__ = [
+    "INIT_CLIP",
+    "INIT_JITTER",
+    "check_jitter",
+    "clip_simplex",
+    "jitter_simplex",
+    "start_rng",
+]
 
 #: Entries of a starting point are clipped to at least this before the simplex
 #: transform (an exact zero maps to -inf: "Bad initial energy", STACK-NOTES.md).
@@ -56,3 +66,32 @@ def start_rng(random_seed) -> np.random.Generator:
     True
     """
     return check_random_state(random_seed)
+
+
+def check_jitter(jitter, owner: str) -> float:
+    """``jitter`` as a float >= 0 (``None``: :data:`INIT_JITTER`).
+
+    Raises
+    ------
+    DataValidationError
+        Anything else, naming ``jitter`` and ``owner``.
+
+    Examples
+    --------
+    >>> check_jitter(None, "sample"), check_jitter(0, "sample")
+    (0.05, 0.0)
+    >>> check_jitter(-1.0, "sample")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bayespmf._validation.DataValidationError: The 'jitter' parameter of sample must ...
+    """
+    if jitter is None:
+        return INIT_JITTER
+    ok = not isinstance(jitter, bool) and isinstance(jitter, numbers.Real)
+    if not ok or not np.isfinite(jitter) or jitter < 0:
+        raise DataValidationError(
+            f"The 'jitter' parameter of {owner} must be a finite number >= 0 (the sd of "
+            "each chain's jitter of its start; 0: every chain at the point estimate "
+            f"itself, None: INIT_JITTER = {INIT_JITTER}); got {jitter!r}."
+        )
+    return float(jitter)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 from pymc.model import modelcontext
@@ -33,6 +34,7 @@ from bayespmf._runtime import n_cpus
 from bayespmf._validation import DataValidationError
 from bayespmf.kernels.gibbs_numba import draw_class_counts, draw_conjugate
 from bayespmf.models._names import OBSERVED_NAME
+from bayespmf.models._rows_dist import LatentClassRows
 from bayespmf.pmf import observed_csr
 
 __all__ = ["LatentClassGibbs", "bind_step", "default_sweeps", "simplex_maps"]
@@ -90,7 +92,7 @@ def _model_parts(model):
             f"one {OBSERVED_NAME!r}"
         )
     obs = model.observed_RVs[0]
-    if type(obs.owner.op).__name__ != "LatentClassRows":
+    if not isinstance(obs.owner.op, LatentClassRows.op_types()):
         raise _refuse(f"{OBSERVED_NAME!r} is not a LatentClassRows variable")
     free = [v for v in obs.owner.inputs if v in model.free_RVs]
     if not free or free[0].name != "weights":
@@ -100,7 +102,7 @@ def _model_parts(model):
         extra = sorted(v.name for v in set(model.free_RVs) - set(free))
         raise _refuse(f"it has other free variables {extra}")
     for rv in free:
-        if type(rv.owner.op).__name__ != "DirichletRV":
+        if not isinstance(rv.owner.op, pm.Dirichlet.rv_type):
             raise _refuse(f"{rv.name!r} is not Dirichlet")
         if not rv.name.startswith(_FACTOR_PREFIX) and rv is not weights:
             raise _refuse(f"factor {rv.name!r} is not named A_<variable>")

@@ -39,6 +39,7 @@ from bayespmf._validation import DataValidationError, check_int
 from bayespmf.kernels.gibbs_numba import draw_conjugate
 from bayespmf.kernels.gibbs_regression_numba import draw_row_class_counts
 from bayespmf.models._names import OBSERVED_NAME
+from bayespmf.models._rows_dist import LatentClassRegressionRows
 from bayespmf.models.gibbs import LatentClassGibbs, bind_step, simplex_maps
 from bayespmf.pmf import observed_csr
 
@@ -49,7 +50,6 @@ __all__ = ["DEFAULT_FACTOR_SWEEPS", "RegressionFactorGibbs", "gibbs_steps"]
 DEFAULT_FACTOR_SWEEPS = 4
 
 _FACTOR_PREFIX = "A_"
-_ROWS_OP = "LatentClassRegressionRows"
 _LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
 
 
@@ -64,7 +64,9 @@ def _refuse(why: str):
 def _is_regression(model) -> bool:
     """Whether ``model``'s only observed variable is latent-class regression rows."""
     obs = model.observed_RVs
-    return len(obs) == 1 and type(obs[0].owner.op).__name__ == _ROWS_OP
+    return len(obs) == 1 and isinstance(
+        obs[0].owner.op, LatentClassRegressionRows.op_types()
+    )
 
 
 def _model_parts(model):
@@ -78,13 +80,13 @@ def _model_parts(model):
         )
     obs = model.observed_RVs[0]
     if not _is_regression(model):
-        raise _refuse(f"{OBSERVED_NAME!r} is not a {_ROWS_OP} variable")
+        raise _refuse(f"{OBSERVED_NAME!r} is not a LatentClassRegressionRows variable")
     logits, *factors = obs.owner.op.dist_params(obs.owner)
     free = set(model.free_RVs)
     if not factors or not all(rv in free for rv in factors):
         raise _refuse("its factors are not free variables")
     for rv in factors:
-        if type(rv.owner.op).__name__ != "DirichletRV" or not rv.name.startswith(
+        if not isinstance(rv.owner.op, pm.Dirichlet.rv_type) or not rv.name.startswith(
             _FACTOR_PREFIX
         ):
             raise _refuse(f"factor {rv.name!r} is not a Dirichlet named A_<variable>")

@@ -17,12 +17,10 @@ from bayespmf.models._names import (  # re-exported: part of this module's API
     category_dim,
     factor_var_name,
 )
-from bayespmf.models._rows import class_summed_loglik, static_categories
-from bayespmf.models._rows_dist import (
-    RowsDistribution,
+from bayespmf.models._rows_dist import (  # re-exported: part of this module's API
+    LatentClassRows,
     as_model_data,
     factor_priors,
-    items_given_class,
     rows_coords,
 )
 
@@ -36,79 +34,6 @@ __all__ = [
     "latent_class_model",
     "model_data",
 ]
-
-
-def _n_categories_of(factors) -> list[int]:
-    return static_categories(factors)
-
-
-def _rows_logp(value, weights, *factors):
-    """Per-row log-likelihood, the class summed out, missing entries (``-1``) skipped.
-
-    :func:`bayespmf.models._rows.class_summed_loglik`: one fused loop over the
-    observed entries with a hand-written gradient, so the data stay integer codes
-    (``pm.Data``) and no one-hot design is built. Rows with a code outside
-    ``[-1, I_n)`` have log-probability ``-inf``.
-    """
-    return class_summed_loglik(value, pt.log(weights), factors, _n_categories_of(factors))
-
-
-def _rows_dist(weights, *factors_and_size):
-    """Generative graph: class ~ Categorical(weights), x_n | class ~ A_n[class]."""
-    *factors, size = factors_and_size
-    return items_given_class(pm.Categorical.dist(p=weights, size=size), factors)
-
-
-class LatentClassRows(RowsDistribution):
-    r"""Rows of N categorical variables from a latent-class model, the class summed out.
-
-    .. math::
-
-        \Pr(x_s) = \sum_{f=1}^F \lambda_f \prod_{n:\,x_{sn}\ \mathrm{observed}}
-        A_n(x_{sn}, f)
-
-    (Ibrahim & Fu, eq. (3)): a PyMC distribution over rows (support: a vector of N
-    integer codes, ``-1`` for a missing entry, which the likelihood skips). Its
-    ``logp`` is the class-marginalized log-likelihood of each row, so as an observed
-    variable it gives ``pm.compute_log_likelihood`` (one value per row) and
-    ``az.loo``; its generative graph (class ~ Categorical(:math:`\lambda`), then each
-    :math:`x_n` ~ Categorical(:math:`A_n(:, \mathrm{class})`)) gives
-    ``pm.sample_prior_predictive`` and ``pm.sample_posterior_predictive``, which draw
-    whole new rows. To impute the missing cells of observed rows use
-    :func:`bayespmf.models.impute` (it draws the class given the row's observed
-    entries).
-
-    Built on ``pm.CustomDist``; call it like a PyMC distribution.
-
-    Parameters
-    ----------
-    name : str
-        Variable name (only for the constructor; ``.dist`` takes none).
-    weights : tensor_like, shape (F,)
-        Class weights :math:`\lambda`.
-    factors : sequence of tensor_like, each (F, I_n)
-        Row ``f`` of ``factors[n]`` is the PMF of variable ``n`` given class ``f``
-        (the transpose of :attr:`LatentClassPMF.factors_`); the number of categories
-        must be static.
-    **kwargs
-        ``observed``, ``dims``, ``shape``, ... as for any PyMC distribution; the last
-        dimension is the variables'.
-
-    Examples
-    --------
-    >>> w = np.array([0.3, 0.7])
-    >>> a = np.array([[0.9, 0.1], [0.2, 0.8]])  # (class, category)
-    >>> x = LatentClassRows.dist(w, [a, a], shape=(5, 2))
-    >>> pm.draw(x, random_seed=0).shape
-    (5, 2)
-    >>> lp = pm.logp(x, np.array([[0, 1], [-1, 1]])).eval()
-    >>> bool(np.isclose(lp[1], np.log(0.3 * 0.1 + 0.7 * 0.8)))
-    True
-    """
-
-    rows_dist = staticmethod(_rows_dist)
-    rows_logp = staticmethod(_rows_logp)
-    check_factors = staticmethod(_n_categories_of)
 
 
 class PivotLogRatio(Transform):
@@ -260,8 +185,8 @@ def latent_class_model(
         Covariates on class membership: the model is then
         :func:`bayespmf.models.latent_class_regression_model` (``Pr(H = f | z) =
         softmax(z beta)_f`` with an intercept; ``weights_prior`` does not apply, the
-        coefficients get its ``coef_prior_sd``), sampled with
-        :func:`bayespmf.models.sample_regression`.
+        coefficients get its ``coef_prior_sd``), sampled by
+        :func:`bayespmf.models.sample` as every model is.
     outcome : array_like (S,), optional
         A distal outcome whose distribution depends on the class (NaN where
         missing): the model is then

@@ -1,43 +1,46 @@
-"""The posterior's front door: :func:`sample` for every bayespmf model family.
+"""The posterior's front door: :func:`sample`, :func:`initvals` and :func:`align_labels`.
 
 Each family (latent class, latent-class regression, simplex nest) is one
 :class:`~bayespmf.models._families.Family` record in :data:`FAMILIES` (the
 latent-class one is defined here: a point estimate bound by name to the model as the
 chains' start, the pivot coordinates, label alignment); :func:`sample` runs them all
-through one path (:func:`bayespmf.models._families.sample_family`). Reading,
-predicting from and diagnosing the draws live in :mod:`bayespmf.models.predict` and
-:mod:`bayespmf.models.diagnostics`; the names re-exported below keep
-``bayespmf.models.posterior.<name>`` working for one release.
+through one path (:func:`bayespmf.models._families.sample_family`), and
+:func:`initvals` (the chains' starts) and :func:`align_labels` (label switching) run
+the family's own start builder and alignment. Reading, predicting from and diagnosing
+the draws live in :mod:`bayespmf.models.predict` and
+:mod:`bayespmf.models.diagnostics`.
 """
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
+import pymc as pm
 import xarray as xr
 
-from bayespmf._validation import DataValidationError
-from bayespmf.models._binding import initvals_from_params, optima_starts
-from bayespmf.models._draws import posterior_params
+from bayespmf._validation import DataValidationError, check_int
+from bayespmf.data import CategoricalData
+from bayespmf.models._alignment import apply_permutations, hungarian_permutations
+from bayespmf.models._binding import optima_starts, params_of
+from bayespmf.models._draws import posterior_params, variable_names
 from bayespmf.models._families import Family, sample_family
-from bayespmf.models._labels import align_labels
 from bayespmf.models._pivot import (
     drop_logratios,
     fused_pivot_model,
     logratio_initvals,
-    pivot_model,
     pivot_transforms,
     pivots,
 )
 from bayespmf.models._sampling import SAMPLING_METHODS
-from bayespmf.models.diagnostics import convergence_summary
+from bayespmf.models._start import check_jitter, jitter_simplex, start_rng
 from bayespmf.models.latent_class import (
     DATA_NAME,
     OBSERVED_NAME,
+    factor_var_name,
     latent_class_model,
     model_data,
 )
-from bayespmf.models.predict import impute, posterior_class_proba, posterior_predict_proba
 from bayespmf.models.regression import REGRESSION
 from bayespmf.models.simplex_nest import SIMPLEX_NEST
 
@@ -45,18 +48,11 @@ __all__ = [
     "FAMILIES",
     "MODEL_FAMILIES",
     "SIMPLEX_TRANSFORMS",
+    "align_labels",
     "family_of",
+    "initvals",
     "model_family",
     "sample",
-    # re-exported from their own modules (see the module docstring)
-    "align_labels",
-    "convergence_summary",
-    "impute",
-    "initvals_from_params",
-    "pivot_model",
-    "posterior_class_proba",
-    "posterior_params",
-    "posterior_predict_proba",
 ]
 
 #: The ``simplex_transform`` options of :func:`sample`.
@@ -79,6 +75,7 @@ def sample(
     log_likelihood: bool | str = "auto",
     advi_iterations: int = 20000,
     simplex_transform: str | None = None,
+    jitter: float | None = None,
     **sample_kwargs,
 ):
     """Draw from the posterior of a bayespmf model by NUTS or ADVI: the one front door.
@@ -87,12 +84,10 @@ def sample(
     (:func:`latent_class_model`), a latent-class regression
     (``latent_class_model(..., covariates=z)`` or
     :func:`~bayespmf.models.regression.latent_class_regression_model`) and a
-    Dirichlet simplex nest (:func:`~bayespmf.models.simplex_nest.simplex_nest_model`);
-    :func:`~bayespmf.models.regression.sample_regression` and
-    :func:`~bayespmf.models.simplex_nest.sample_simplex_nest` are aliases of this
-    function, kept for one release. An option a family does not have (ADVI and
-    ``simplex_transform`` for the regression; ``"gibbs"`` and ``simplex_transform``
-    for the simplex nest) is refused, never ignored.
+    Dirichlet simplex nest (:func:`~bayespmf.models.simplex_nest.simplex_nest_model`).
+    An option a family does not have (ADVI and ``simplex_transform`` for the
+    regression; ``"gibbs"`` and ``simplex_transform`` for the simplex nest) is
+    refused, never ignored.
 
     Parameters
     ----------
@@ -102,8 +97,12 @@ def sample(
     n_components : int, optional
         Number of classes when data are given.
     init : "auto", "optima", LatentClassPMF, (weights, factors), dict or None
-        Start every chain at this point estimate (jittered per chain on the log scale
-        of the simplex). ``"auto"`` (default) fits the maximum-likelihood estimate
+        Start every chain at this point estimate (jittered per chain by ``jitter`` on
+        the log scale of the simplex: the starts :func:`initvals` builds). For a
+        regression: ``"auto"``, a LatentClassRegression, ``(coef, factors)`` or a dict;
+        for a simplex nest: ``"auto"``, a fitted VLAD, GDM or SimplexSPA or a dict with
+        ``vertices``; ``None`` fits their estimate as ``"auto"`` does. For a
+        latent-class model, ``"auto"`` (default) fits the maximum-likelihood estimate
         first (``LatentClassPMF(rank, random_state=random_seed)``: many starts, the
         best kept) and starts every chain at its best optimum. ``"optima"`` fits the
         same estimate and starts the chains at its *distinct* optima within
@@ -115,6 +114,15 @@ def sample(
         uses PyMC's default initialization, whose chains can settle in different modes
         where chains started at a point estimate agree (see
         :ref:`bench-default-init`).
+    jitter : float >= 0, optional
+        Standard deviation of each chain's jitter of its start, on the log scale of
+        every simplex and positive value (``x * exp(jitter * z)``, renormalized), for
+        the regression's coefficients additive, for a Gaussian simplex nest's vertices
+        in units of each feature's data sd: every family the same way
+        (:func:`initvals`). ``None`` (default): ``INIT_JITTER`` (0.05, every family);
+        0 starts every chain at the point estimate itself. Refused with ``init=None``
+        on a latent-class model (PyMC then initializes the chains, nothing is
+        jittered).
     method : {"nuts", "advi", "gibbs"}
         ``"gibbs"`` (latent-class models, with or without covariates; see the end
         of this entry for the covariates): the conjugate Gibbs step
@@ -234,8 +242,157 @@ def sample(
         log_likelihood=log_likelihood,
         advi_iterations=advi_iterations,
         simplex_transform=simplex_transform,
+        jitter=jitter,
         **sample_kwargs,
     )
+
+
+def initvals(
+    model, init=None, *, chains: int = 1, jitter: float | None = None, random_seed=None
+) -> list[dict]:
+    """The chains' starts (one dict of constrained values per chain) at a point estimate.
+
+    The start builder :func:`sample` uses, for every model family: the point estimate
+    is bound to the model (a latent-class estimate by variable name and category
+    label), its entries clipped away from 0 (``INIT_CLIP``) and renormalized, and each
+    chain's start jittered: multiplicatively (``x * exp(jitter * z)``, renormalized)
+    on every simplex and positive value, so every start stays in the support;
+    additively on the regression's coefficients (``coef[:, 1:]``, re-referenced to
+    class 0) and, in units of each feature's data sd, on a Gaussian simplex nest's
+    vertices.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        From :func:`~bayespmf.models.latent_class_model` (with or without covariates),
+        :func:`~bayespmf.models.latent_class_regression_model` or
+        :func:`~bayespmf.models.simplex_nest_model`.
+    init : point estimate, optional
+        A fitted LatentClassPMF, ``(weights, factors)`` or a dict with ``weights``
+        and ``factors`` (latent class); a fitted LatentClassRegression, ``(coef,
+        factors)`` or a dict (regression, ``coef`` on the model's design columns); a
+        fitted VLAD, GDM or SimplexSPA or a dict with ``vertices`` (K, D) and
+        optionally ``theta``, ``alpha``, ``sigma`` (simplex nest). ``None`` (default)
+        fits the family's default estimate (what ``sample(init="auto")`` fits),
+        seeded from ``random_seed``.
+    chains : int, default 1
+    jitter : float >= 0, optional
+        Standard deviation of the per-chain jitter; ``None``: ``INIT_JITTER`` (0.05).
+    random_seed : None, int or numpy.random.Generator
+        Seeds the jitter and the default estimate.
+
+    Returns
+    -------
+    list of dict
+        The model's free variables by name (``weights`` and the ``A_<name>``
+        factors; ``coef`` and the factors; ``vertices``, ``theta`` and, when free,
+        ``alpha``/``sigma``).
+
+    Examples
+    --------
+    >>> data = CategoricalData.from_codes([[0, 1], [1, 0]], 2, names=["a", "b"])
+    >>> model = latent_class_model(data, n_components=1)
+    >>> iv = initvals(model, ([1.0], [np.array([[0.5], [0.5]])] * 2), chains=2)
+    >>> len(iv), iv[0]["A_a"].shape
+    (2, (1, 2))
+    >>> from bayespmf.models import latent_class_regression_model, simplex_nest_model
+    >>> data = CategoricalData.from_codes([[0, 1], [1, 0], [1, 1]], 2, names=["a", "b"])
+    >>> model = latent_class_regression_model(data, [[0.0], [1.0], [2.0]], 2)
+    >>> point = (np.zeros((2, 2)), [np.full((2, 2), 0.5)] * 2)
+    >>> iv = initvals(model, point, chains=2, random_seed=0)
+    >>> len(iv), iv[0]["coef"].shape, iv[0]["A_a"].shape
+    (2, (2, 1), (2, 2))
+    >>> X = np.random.default_rng(0).normal(size=(30, 3))
+    >>> iv = initvals(simplex_nest_model(X, 2), chains=2, random_seed=0)  # fits VLAD
+    >>> len(iv), iv[0]["vertices"].shape, iv[0]["theta"].shape
+    (2, (2, 3), (30, 2))
+    """
+    family = family_of(model)
+    chains = check_int(chains, "chains", owner="initvals", low=1)
+    jitter = check_jitter(jitter, "initvals")
+    rng = start_rng(random_seed)
+    if init is None:
+        init = family.estimate(model, int(rng.integers(2**31 - 1)))
+    return family.initvals(model, init, chains, jitter, rng)
+
+
+def align_labels(idata, reference, data=None, *, n_refine: int = 2):
+    r"""Relabel every draw's classes (or vertices) to match a reference: label switching.
+
+    Mixture posteriors are invariant to permuting the classes (a simplex nest's to
+    permuting the vertices with the columns of ``theta``), and samplers visit several
+    permutations (STACK-NOTES.md), so raw r-hat/ESS are meaningless. For each draw the
+    permutation minimizing the squared distance between its components and the
+    reference's is found by the Hungarian method and applied to every posterior
+    variable with a ``class`` (``vertex``) dimension. With ``n_refine > 0`` the
+    reference is then replaced by the aligned posterior mean and the alignment
+    repeated (the first pivot must come from outside the chains, e.g. a point
+    estimate; a chain's own mean mixes labels). :func:`sample` runs it (``align=True``).
+
+    The family is read from the draws. What a component is:
+
+    * latent class: the class's stacked factor columns and its weight;
+    * latent-class regression: the class's stacked factor columns (the coefficients
+      are not comparable before the reference is fixed); the coefficients are then
+      re-referenced so that the class now at position 0 is the reference again
+      (``coef_full[:, f] -= coef_full[:, 0]``, ``coef = coef_full[:, 1:]``): the
+      class priors ``softmax(z beta)`` are permuted, not changed, so every draw's
+      likelihood is unchanged;
+    * simplex nest: the vertex (``vertices``, the columns of ``theta`` with it).
+
+    Parameters
+    ----------
+    idata : xarray.DataTree
+        With a ``posterior`` group from :func:`~bayespmf.models.latent_class_model`
+        (with or without covariates) or :func:`~bayespmf.models.simplex_nest_model`.
+    reference : point estimate
+        The pivot: a LatentClassPMF, ``(weights, factors)`` or dict (latent class); a
+        LatentClassRegression, ``(coef, factors)`` or dict (regression: only its
+        factors are used); a fitted estimator with ``vertices_`` or an array (K, D)
+        of vertices (simplex nest).
+    data : CategoricalData, optional
+        The model's data, for the variable names of a latent-class model (with or
+        without covariates); taken from ``idata.posterior.attrs["bayespmf_variables"]``
+        when omitted. A simplex nest refuses it.
+    n_refine : int, default 2
+        Rounds of refinement against the aligned posterior mean.
+
+    Returns
+    -------
+    xarray.DataTree
+        A new object whose ``posterior`` is aligned; the draws as sampled are kept in
+        the group ``unaligned_posterior`` and the permutations (``perm[f]`` = raw
+        component put at position ``f``) in ``sample_stats["class_permutation"]``
+        (``"vertex_permutation"`` for a simplex nest).
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> V = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> draws = np.stack([V, V[[2, 0, 1]]])[None]  # 1 chain, 2 draws
+    >>> idata = az.from_dict(
+    ...     {"posterior": {"vertices": draws}}, dims={"vertices": ["vertex", "feature"]}
+    ... )
+    >>> out = align_labels(idata, V)
+    >>> np.array_equal(out.posterior["vertices"].values[0, 1], V)
+    True
+    >>> out.sample_stats["vertex_permutation"].values[0, 1].tolist()
+    [1, 2, 0]
+    """
+    post = getattr(idata, "posterior", None)
+    if post is None:
+        raise DataValidationError(
+            "The 'idata' parameter of align_labels must hold a 'posterior' group (what "
+            f"bayespmf.models.sample returns); got {type(idata).__name__}."
+        )
+    family = next((f for f in FAMILIES if f.drawn(post)), None)
+    if family is None:
+        raise DataValidationError(
+            "'idata.posterior' holds no draws of a bayespmf model (no 'weights', "
+            "'coef_full' or 'vertices' variable); pass the output of "
+            "bayespmf.models.sample."
+        )
+    return family.align(idata, reference, data, n_refine)
 
 
 # ------------------------------------------------------------ the latent-class family
@@ -249,7 +406,38 @@ def _lc_estimate(model, random_seed):
 
 
 def _lc_initvals(model, point, chains, jitter, rng):
-    return initvals_from_params(model, point, chains=chains, jitter=jitter, random_seed=rng)
+    """The latent-class start builder (see :func:`initvals`)."""
+    data, n_components = model_data(model)
+    params = params_of(point, data, n_components)
+    out = []
+    for _ in range(chains):
+        d = {"weights": jitter_simplex(params.weights, 0, jitter, rng)}
+        for name, a in zip(data.names, params.factors, strict=True):
+            d[factor_var_name(name)] = jitter_simplex(np.asarray(a).T, 1, jitter, rng)
+        out.append(d)
+    return out
+
+
+def _lc_align(idata, reference, data, n_refine):
+    """The latent-class alignment (see :func:`align_labels`): factors and weights."""
+    names = variable_names(idata, data)
+    post = idata.posterior
+    n_components = post.sizes["class"]
+    n_cat = [post.sizes[f"{n}_category"] for n in names]
+    labels = [[str(c) for c in post[f"{n}_category"].values] for n in names]
+    fake = CategoricalData(np.zeros((1, len(names)), dtype=np.int64), n_cat, names, labels)
+    ref = params_of(reference, fake, n_components)
+    ref_stacked = np.concatenate([np.asarray(a) for a in ref.factors], axis=0)
+    ref_w = np.asarray(ref.weights)
+    w, stacked = posterior_params(idata, fake)
+    c, d = post.sizes["chain"], post.sizes["draw"]
+    # components are the classes: stacked factor columns plus the weight
+    feats = np.concatenate([stacked, w[:, None, :]], axis=1).transpose(0, 2, 1)
+    ref_feats = np.concatenate([ref_stacked, ref_w[None, :]], axis=0).T
+    perms = hungarian_permutations(feats, ref_feats, n_refine=n_refine)
+    return apply_permutations(
+        idata, perms.reshape(c, d, n_components), "class", "class_permutation"
+    )
 
 
 def _lc_rewrite(model, point, initvals, method, nuts_sampler, simplex_transform):
@@ -284,7 +472,7 @@ def _lc_finish(idata, model, point, starts, align, random_seed):
     if align:
         if point is None:
             point = _lc_estimate(model, random_seed)
-        idata = align_labels(idata, point, data)
+        idata = _lc_align(idata, point, data, 2)
     _add_data_groups(idata, model)
     return idata
 
@@ -300,9 +488,12 @@ LATENT_CLASS = Family(
     initvals=_lc_initvals,
     rewrite=_lc_rewrite,
     finish=_lc_finish,
+    drawn=lambda posterior: "weights" in posterior,
+    align=_lc_align,
     init_modes=("auto", "optima"),
     optima=optima_starts,
     simplex_transforms=SIMPLEX_TRANSFORMS,
+    pymc_init_on_none=True,
 )
 
 #: The model families :func:`sample` runs, in the order they are recognized.
@@ -322,6 +513,12 @@ def family_of(model) -> Family:
     >>> family_of(latent_class_model(data, n_components=2)).methods
     ('nuts', 'advi', 'gibbs')
     """
+    if not isinstance(model, pm.Model):
+        raise DataValidationError(
+            "'model' must be a PyMC model built by bayespmf.models "
+            "(latent_class_model, latent_class_regression_model or "
+            f"simplex_nest_model); got {type(model).__name__}."
+        )
     return next(f for f in FAMILIES if f.detect(model))
 
 

@@ -10,9 +10,9 @@ r"""Latent-class regression as a PyMC model: covariates on class membership.
     x_{sn} \mid H_s = f \sim \operatorname{Categorical}(A_n(:, f)),
 
 the class summed out of the likelihood and missing entries (``-1``) skipped.
-:func:`bayespmf.models.sample` samples it (NUTS, or ``method="gibbs"``: Gibbs for the
-factors, NUTS for the coefficients) from the maximum-likelihood estimate and relabels
-the draws against it (:func:`align_regression_labels`).
+As a family of :func:`bayespmf.models.sample` (:data:`REGRESSION`), its chains start at
+the maximum-likelihood estimate (:func:`bayespmf.models.initvals`) and its draws are
+relabeled against it (:func:`bayespmf.models.align_labels`).
 """
 
 from __future__ import annotations
@@ -36,16 +36,14 @@ from bayespmf.data import CategoricalData
 from bayespmf.estimators.regression import INTERCEPT, LatentClassRegression
 from bayespmf.fit.covariates import check_covariates, covariate_values
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
-from bayespmf.models._families import Family, sample_alias
+from bayespmf.models._families import Family
 from bayespmf.models._names import DATA_NAME, OBSERVED_NAME, category_dim, factor_var_name
-from bayespmf.models._rows import class_summed_loglik, static_categories
-from bayespmf.models._rows_dist import (
-    RowsDistribution,
+from bayespmf.models._rows_dist import (  # re-exported: part of this module's API
+    LatentClassRegressionRows,
     factor_priors,
-    items_given_class,
     rows_coords,
 )
-from bayespmf.models._start import INIT_JITTER, jitter_simplex, start_rng
+from bayespmf.models._start import jitter_simplex
 from bayespmf.pmf import one_hot_design
 
 __all__ = [
@@ -54,11 +52,8 @@ __all__ = [
     "COVARIATES_NAME",
     "LatentClassRegressionRows",
     "coefficient_variables",
-    "align_regression_labels",
     "latent_class_regression_model",
     "regression_class_proba",
-    "regression_initvals",
-    "sample_regression",
 ]
 
 #: Name of the ``pm.Data`` container holding the design matrix (dims ``("row",
@@ -76,82 +71,6 @@ COEF_FULL_NAME = "coef_full"
 FREE_CLASS_DIM = "free_class"
 
 _OWNER = "latent_class_regression_model"
-
-
-# ------------------------------------------------------------------ distribution
-
-
-def _static_categories(factors) -> list[int]:
-    return static_categories(factors, require_matrix=False)
-
-
-def _regression_rows_logp(value, logits, *factors):
-    r"""Per-row log-likelihood, the class summed out, missing entries (``-1``) skipped.
-
-    :math:`\log \sum_f \mathrm{softmax}(\eta_s)_f \prod_n A_n(x_{sn}, f)`, where
-    ``logits`` are :math:`\eta_s = z_s^\top\beta`, (..., S, F). As in
-    :func:`bayespmf.models.latent_class.LatentClassRows`, one fused loop over the
-    observed entries with a per-row prior (``bayespmf.models._rows.class_summed_loglik``;
-    batched logits fall back to the one-hot design product); a row with a code
-    outside ``[-1, I_n)`` has log-probability ``-inf``.
-    """
-    n_cat = _static_categories(factors)
-    # the factors are not batched over rows: drop any leading broadcast dimensions
-    factors = [a.reshape(a.shape[-2:]) if a.ndim > 2 else a for a in factors]
-    log_prior = logits - pt.logsumexp(logits, axis=-1, keepdims=True)
-    return class_summed_loglik(value, log_prior, factors, n_cat)
-
-
-def _regression_rows_dist(logits, *factors_and_size):
-    """Generative graph: class ~ Categorical(softmax(logits)), x_n | class ~ A_n[class]."""
-    *factors, size = factors_and_size
-    return items_given_class(pm.Categorical.dist(logit_p=logits, size=size), factors)
-
-
-class LatentClassRegressionRows(RowsDistribution):
-    r"""Rows of N categorical items whose class prior is a softmax of per-row logits.
-
-    .. math::
-
-        \log \Pr(x_s \mid \eta_s) = \operatorname{logsumexp}_f \Big(
-            \eta_{sf} - \operatorname{logsumexp}_g \eta_{sg}
-            + \sum_{n:\,x_{sn}\ \mathrm{observed}} \log A_n(x_{sn}, f)\Big)
-
-    The per-row generalization of :class:`bayespmf.models.LatentClassRows` (whose
-    weights are shared by every row): ``logits`` is batched over rows, so that
-    :math:`\eta_s = z_s^\top\beta` gives the latent-class regression likelihood. Its
-    ``logp`` gives ``pm.compute_log_likelihood`` one value per row; its generative
-    graph (class ~ Categorical(softmax(:math:`\eta_s`)), then the items) gives
-    ``pm.sample_prior_predictive`` and ``pm.sample_posterior_predictive``.
-
-    Parameters
-    ----------
-    name : str
-        Variable name (only for the constructor; ``.dist`` takes none).
-    logits : tensor_like, shape (S, F) or (F,)
-        Unnormalized log class priors of every row.
-    factors : sequence of tensor_like, each (F, I_n)
-        Row ``f`` of ``factors[n]`` is the PMF of item ``n`` given class ``f``; the
-        number of categories must be static.
-    **kwargs
-        ``observed``, ``dims``, ``shape``, ... as for any PyMC distribution.
-
-    Examples
-    --------
-    >>> logits = np.array([[0.0, 1.0], [0.0, -1.0]])
-    >>> a = np.array([[0.9, 0.1], [0.2, 0.8]])  # (class, category)
-    >>> x = LatentClassRegressionRows.dist(logits, [a, a])
-    >>> pm.draw(x, random_seed=0).shape
-    (2, 2)
-    >>> lp = pm.logp(x, np.array([[0, 1], [-1, 1]])).eval()
-    >>> w = 1 / (1 + np.exp(1.0))  # Pr(class 1 | row 1)
-    >>> bool(np.isclose(lp[1], np.log((1 - w) * 0.1 + w * 0.8)))
-    True
-    """
-
-    rows_dist = staticmethod(_regression_rows_dist)
-    rows_logp = staticmethod(_regression_rows_logp)
-    check_factors = staticmethod(_static_categories)
 
 
 # ------------------------------------------------------------------------ model
@@ -363,49 +282,17 @@ def _point_of(init, n_dim: int, n_cat, n_components: int):
     return coef - coef[:, :1], factors
 
 
-def regression_initvals(
-    model,
-    init,
-    *,
-    chains: int = 1,
-    jitter: float = INIT_JITTER,
-    random_seed=None,
-) -> list[dict]:
-    """Starting points (one dict per chain, constrained values) from a point estimate.
+def _initvals(model, init, chains, jitter, rng) -> list[dict]:
+    """The regression's start builder (:func:`bayespmf.models.initvals`).
 
-    ``coef`` starts at ``init.coef_[:, 1:]`` (re-referenced to class 0 first) plus
+    ``coef`` starts at ``init``'s ``coef[:, 1:]`` (re-referenced to class 0 first) plus
     ``N(0, jitter^2)`` noise; every factor column is clipped to at least ``INIT_CLIP``,
     renormalized, jittered on the log scale (``a * exp(jitter * e)``) and renormalized.
-
-    Parameters
-    ----------
-    model : pymc.Model
-        From :func:`latent_class_regression_model`.
-    init : LatentClassRegression, (coef, factors) or dict
-        ``coef`` (D', F) on the model's design columns; ``factors`` [(I_n, F)].
-    chains : int, default 1
-    jitter : float, default INIT_JITTER
-    random_seed : None, int or numpy.random.Generator
-        Seeds the jitter (PyMC's name, as in ``sample``).
-
-    Returns
-    -------
-    list of dict
-
-    Examples
-    --------
-    >>> data = CategoricalData.from_codes([[0, 1], [1, 0], [1, 1]], 2, names=["a", "b"])
-    >>> model = latent_class_regression_model(data, [[0.0], [1.0], [2.0]], 2)
-    >>> point = (np.zeros((2, 2)), [np.full((2, 2), 0.5)] * 2)
-    >>> iv = regression_initvals(model, point, chains=2, random_seed=0)
-    >>> len(iv), iv[0]["coef"].shape, iv[0]["A_a"].shape
-    (2, (2, 1), (2, 2))
+    ``init``: a LatentClassRegression, ``(coef, factors)`` or a dict, ``coef`` (D', F)
+    on the model's design columns, ``factors`` [(I_n, F)].
     """
     _, design, names, n_cat, n_components = _regression_model_parts(model)
     coef, factors = _point_of(init, design.shape[1], n_cat, n_components)
-    chains = check_int(chains, "chains", owner="regression_initvals", low=1)
-    jitter = check_float(jitter, "jitter", low=0.0)
-    rng = start_rng(random_seed)
     out = []
     for _ in range(chains):
         start = {COEF_NAME: coef[:, 1:] + jitter * rng.standard_normal(coef[:, 1:].shape)}
@@ -415,41 +302,16 @@ def regression_initvals(
     return out
 
 
-def align_regression_labels(idata, reference, *, n_refine: int = 2):
-    r"""Relabel every draw's classes to match a point estimate by the Hungarian method.
+def _align(idata, reference, data, n_refine):
+    """The regression's label alignment (:func:`bayespmf.models.align_labels`).
 
-    What is aligned, draw by draw:
-
-    1. The permutation ``perm`` (``perm[f]``: the raw class put at position ``f``)
-       minimizing :math:`\sum_f \|A^{\mathrm{ref}}_{\cdot f} - A_{\cdot,
-       \mathrm{perm}[f]}\|^2` over the stacked factors (every item's column of class
-       ``f``; the coefficients are not used, they are not comparable before the
-       reference is fixed). With ``n_refine > 0`` the pivot is then replaced by the
-       aligned posterior mean and the matching repeated.
-    2. Every variable with a ``class`` dimension (the factors ``A_<name>`` and
-       ``coef_full``) is permuted by ``perm``.
-    3. The coefficients are re-referenced so that the class now at position 0 is the
-       reference again: ``coef_full[:, f] -= coef_full[:, 0]`` and ``coef =
-       coef_full[:, 1:]``. The class priors ``softmax(z beta)`` are permuted, not
-       changed, so the likelihood of every draw is unchanged.
-
-    Parameters
-    ----------
-    idata : xarray.DataTree
-        With a ``posterior`` from :func:`latent_class_regression_model`.
-    reference : LatentClassRegression, (coef, factors) or dict
-        The pivot (only its factors are used).
-    n_refine : int, default 2
-        Rounds of refinement against the aligned posterior mean.
-
-    Returns
-    -------
-    xarray.DataTree
-        A new object; the raw draws in ``unaligned_posterior`` and the permutations in
-        ``sample_stats["class_permutation"]``.
+    The permutation of each draw matches its stacked factors (every item's column of
+    each class) to the reference's; every variable with a ``class`` dimension (the
+    factors ``A_<name>`` and ``coef_full``) is permuted, and the coefficients are
+    re-referenced to the class now at position 0.
     """
     post = idata.posterior
-    names = _item_names(post)
+    names = list(data.names) if data is not None else _item_names(post)
     n_components = post.sizes["class"]
     n_cat = [post.sizes[category_dim(n)] for n in names]
     _, ref_factors = _point_of(reference, post.sizes["covariate"], n_cat, n_components)
@@ -491,46 +353,6 @@ def _item_names(post) -> list[str]:
 # --------------------------------------------------------------------- sampling
 
 
-def sample_regression(model, *, init=None, **kwargs):
-    """:func:`bayespmf.models.sample` on a latent-class regression, started at the MLE.
-
-    An alias kept for one release: every option is :func:`~bayespmf.models.sample`'s
-    (NUTS, or ``method="gibbs"``: Gibbs for the factors, NUTS for the
-    coefficients), with ``init=None`` (fit the estimate) as the default. Every chain
-    starts at the point estimate (:func:`regression_initvals`, jittered per chain)
-    and the draws are relabeled against it (:func:`align_regression_labels`).
-
-    Parameters
-    ----------
-    model : pymc.Model
-        From :func:`latent_class_regression_model`.
-    init : LatentClassRegression, (coef, factors), dict or None
-        The point estimate (``coef`` on the model's design columns, intercept
-        included). None fits ``LatentClassRegression(rank, fit_intercept=False,
-        random_state=random_seed)`` on the model's rows and design (the design holds
-        the intercept column already, so this is the same MLE).
-    **kwargs
-        The options of :func:`bayespmf.models.sample` (``draws``, ``tune``,
-        ``chains``, ``random_seed``, ``nuts_sampler``, ``log_likelihood``, ...).
-
-    Returns
-    -------
-    xarray.DataTree
-        As :func:`bayespmf.models.sample`; ``posterior.attrs`` also record the point
-        estimate's ``coef`` (``point_coef``, JSON) the draws were aligned to.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> data = CategoricalData.from_codes(rng.integers(0, 2, (40, 3)))
-    >>> z = rng.normal(size=(40, 1))
-    >>> model = latent_class_regression_model(data, z, n_components=2)
-    >>> idata = sample_regression(model, draws=5, tune=5, chains=1, random_seed=0,
-    ...                           progressbar=False)  # doctest: +SKIP
-    """
-    return sample_alias(REGRESSION, model, "sample_regression", init=init, **kwargs)
-
-
 def _estimate(model, random_seed):
     """The maximum-likelihood estimate on the model's rows and design."""
     codes, design, names, n_cat, n_components = _regression_model_parts(model)
@@ -556,7 +378,7 @@ def _finish(idata, model, point, starts, align, random_seed):
     names = [str(v) for v in model.coords["variable"]]
     idata.posterior.attrs["bayespmf_variables"] = json.dumps(names)
     idata.posterior.attrs["point_coef"] = json.dumps(point[0].tolist())
-    return align_regression_labels(idata, point) if align else idata
+    return _align(idata, point, None, 2) if align else idata
 
 
 #: The latent-class regression as a family of :func:`bayespmf.models.sample`.
@@ -567,11 +389,11 @@ REGRESSION = Family(
     method_error="The latent-class regression is sampled by NUTS or Gibbs only",
     estimate=_estimate,
     point=_point,
-    initvals=lambda model, point, chains, jitter, rng: regression_initvals(
-        model, point, chains=chains, jitter=jitter, random_seed=rng
-    ),
+    initvals=_initvals,
     rewrite=_rewrite,
     finish=_finish,
+    drawn=lambda posterior: COEF_FULL_NAME in posterior,
+    align=_align,
 )
 
 
@@ -593,7 +415,7 @@ def regression_class_proba(
 
     then the posterior mean, sd and highest-density interval over the draws (the
     covariate counterpart of :func:`bayespmf.models.posterior_class_proba`). Class
-    labels are those of ``idata``: pass draws aligned by :func:`sample_regression`.
+    labels are those of ``idata``: pass draws aligned by :func:`bayespmf.models.sample`.
 
     Parameters
     ----------

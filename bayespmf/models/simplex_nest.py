@@ -1,10 +1,10 @@
 r"""The Dirichlet simplex nest as a PyMC model, sampled from a VLAD start and aligned.
 
 :func:`simplex_nest_model` builds the DSN of Yurochkin et al. (ICML 2019, Sec. 2) with
-Gaussian, Poisson or multinomial kernel; :func:`bayespmf.models.sample` runs NUTS or
-ADVI on it from the VLAD estimate (jittered per chain); :func:`align_vertices` undoes
-vertex label switching draw by draw (Hungarian matching to a pivot), as
-:func:`bayespmf.models.align_labels` does for latent classes.
+Gaussian, Poisson or multinomial kernel. As a family of :func:`bayespmf.models.sample`
+(:data:`SIMPLEX_NEST`) it runs NUTS or ADVI from the VLAD estimate (jittered per chain:
+:func:`bayespmf.models.initvals`), and :func:`bayespmf.models.align_labels` undoes vertex
+label switching draw by draw (Hungarian matching to a pivot).
 """
 
 from __future__ import annotations
@@ -18,23 +18,13 @@ from scipy.special import gammaln
 from bayespmf._validation import (
     DataValidationError,
     check_float,
-    check_int,
 )
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
-from bayespmf.models._families import Family, sample_alias
-from bayespmf.models._start import (
-    INIT_CLIP,
-    INIT_JITTER,
-    clip_simplex,
-    jitter_simplex,
-    start_rng,
-)
+from bayespmf.models._families import Family
+from bayespmf.models._start import INIT_CLIP, clip_simplex, jitter_simplex
 
 __all__ = [
-    "align_vertices",
-    "initvals_from_vlad",
     "is_simplex_nest_model",
-    "sample_simplex_nest",
     "simplex_nest_model",
 ]
 
@@ -295,7 +285,7 @@ def _point_of(init, info: dict, random_seed) -> dict:
     elif isinstance(init, dict) and "vertices" in init:
         point = dict(init)
         if "theta" not in point:
-            from bayespmf.kernels.vlad import barycentric_weights, preprocess
+            from bayespmf.kernels.vlad_geometry import barycentric_weights, preprocess
 
             point["theta"] = barycentric_weights(
                 preprocess(X, kernel)[0], np.asarray(point["vertices"], dtype=float)
@@ -319,49 +309,19 @@ def _point_of(init, info: dict, random_seed) -> dict:
     return point
 
 
-def initvals_from_vlad(
-    model,
-    init=None,
-    *,
-    chains: int = 1,
-    jitter: float = INIT_JITTER,
-    random_seed=None,
-) -> list[dict]:
-    """Starting points (one dict per chain, constrained values) from a point estimate.
+def _initvals(model, init, chains, jitter, rng) -> list[dict]:
+    """The simplex nest's start builder (:func:`bayespmf.models.initvals`).
 
-    Parameters
-    ----------
-    model : pymc.Model
-        From :func:`simplex_nest_model`.
-    init : None, fitted VLAD (or GDM/SimplexSPA) or dict
-        ``None`` fits :class:`~bayespmf.estimators.simplex.VLAD`; a dict needs
-        ``vertices`` (K, D) and may give ``theta`` (n, K), ``alpha``, ``sigma``.
-    chains : int
-    jitter : float
-        Per-chain jitter: multiplicative (log scale) for simplex and positive values,
-        in units of the feature's data sd for Gaussian vertices.
-    random_seed : None, int or Generator
-        Seeds the jitter and the default VLAD fit.
-
-    Returns
-    -------
-    list of dict
-        Keys ``vertices``, ``theta`` and, when free in the model, ``alpha``/``sigma``.
-        Simplex values are clipped away from 0 (``INIT_CLIP``) and renormalized;
-        Poisson rates are floored at ``INIT_CLIP`` times their mean.
-
-    Examples
-    --------
-    >>> X = np.random.default_rng(0).normal(size=(30, 3))
-    >>> iv = initvals_from_vlad(simplex_nest_model(X, 2), chains=2, random_seed=0)
-    >>> len(iv), iv[0]["vertices"].shape, iv[0]["theta"].shape
-    (2, (2, 3), (30, 2))
+    ``init``: a fitted VLAD (or GDM/SimplexSPA) or a dict with ``vertices`` (K, D)
+    and optionally ``theta`` (n, K), ``alpha``, ``sigma``. The jitter is
+    multiplicative (log scale) for simplex and positive values, in units of the
+    feature's data sd for Gaussian vertices. Simplex values are clipped away from 0
+    (``INIT_CLIP``) and renormalized; Poisson rates are floored at ``INIT_CLIP`` times
+    their mean. Keys ``vertices``, ``theta`` and, when free in the model,
+    ``alpha``/``sigma``.
     """
     info = _model_info(model)
-    rng = start_rng(random_seed)
-    chains = check_int(chains, "chains", owner="initvals_from_vlad", low=1)
-    seed = int(rng.integers(2**31 - 1))
-    point = _point_of(init, info, seed)
+    point = _point_of(init, info, None)
     X, kernel, K = info["X"], info["kernel"], info["n_components"]
     V, theta = point["vertices"], clip_simplex(point["theta"], 1)
     if kernel == "multinomial":
@@ -396,104 +356,32 @@ def initvals_from_vlad(
     return out
 
 
-def align_vertices(idata, reference_vertices, *, n_refine: int = 2):
-    """Relabel every draw's vertices to match a reference by the Hungarian method.
+def _align(idata, reference, data, n_refine):
+    """The simplex nest's label alignment (:func:`bayespmf.models.align_labels`).
 
-    The DSN posterior is invariant to permuting the vertices (with the columns of
-    ``theta``), and chains settle in different permutations, which inflates the
-    vertices' r-hat (:ref:`bench-label-switching`). For each draw the permutation
-    minimizing the summed squared distance between its vertices and the reference's
-    is applied to every posterior variable with a ``vertex`` dimension.
-
-    Parameters
-    ----------
-    idata : xarray.DataTree
-        With a ``posterior`` group holding ``vertices`` (chain, draw, vertex, feature).
-    reference_vertices : array_like (K, D) or a fitted estimator with ``vertices_``
-        The pivot (from outside the chains, e.g. VLAD).
-    n_refine : int, default 2
-        Rounds in which the reference is replaced by the aligned posterior mean and
-        the alignment repeated.
-
-    Returns
-    -------
-    xarray.DataTree
-        A new object whose ``posterior`` is aligned; the draws as sampled are kept in
-        the group ``unaligned_posterior`` and the permutations (``perm[k]`` = raw
-        vertex put at position ``k``) in ``sample_stats["vertex_permutation"]``.
-
-    Raises
-    ------
-    DataValidationError
-        No ``vertices`` in the posterior, or a reference of another shape.
-
-    Examples
-    --------
-    >>> import arviz as az
-    >>> V = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    >>> draws = np.stack([V, V[[2, 0, 1]]])[None]  # 1 chain, 2 draws
-    >>> idata = az.from_dict(
-    ...     {"posterior": {"vertices": draws}}, dims={"vertices": ["vertex", "feature"]}
-    ... )
-    >>> out = align_vertices(idata, V)
-    >>> np.array_equal(out.posterior["vertices"].values[0, 1], V)
-    True
-    >>> out.sample_stats["vertex_permutation"].values[0, 1].tolist()
-    [1, 2, 0]
+    Each draw's vertices are matched to the reference's (an array (K, D) or a fitted
+    estimator with ``vertices_``) and every posterior variable with a ``vertex``
+    dimension is permuted; the permutations go to
+    ``sample_stats["vertex_permutation"]``.
     """
-    post = idata.posterior
-    if "vertices" not in post:
+    if data is not None:
         raise DataValidationError(
-            "'idata.posterior' has no 'vertices' variable; pass the output of "
-            "sample_simplex_nest (or pm.sample on simplex_nest_model)."
+            "align_labels takes no 'data' for a simplex nest (its draws need none); "
+            "drop it."
         )
-    ref = getattr(reference_vertices, "vertices_", reference_vertices)
+    post = idata.posterior
+    ref = getattr(reference, "vertices_", reference)
     ref = np.asarray(ref, dtype=float)
     draws = post["vertices"].transpose("chain", "draw", "vertex", ...).values
     c, d, K = draws.shape[:3]
     flat = draws.reshape(c * d, K, -1)
     if ref.shape != flat.shape[1:]:
         raise DataValidationError(
-            f"'reference_vertices' has shape {ref.shape}; the posterior vertices have "
+            f"'reference' has shape {ref.shape}; the posterior vertices have "
             f"shape {flat.shape[1:]} (K, D)."
         )
     perms = hungarian_permutations(flat, ref, n_refine=n_refine).reshape(c, d, K)
     return apply_permutations(idata, perms, "vertex", "vertex_permutation")
-
-
-def sample_simplex_nest(model, *, init=None, jitter: float = INIT_JITTER, **kwargs):
-    """:func:`bayespmf.models.sample` on a simplex nest, started from VLAD by default.
-
-    An alias kept for one release: every option is :func:`~bayespmf.models.sample`'s,
-    with ``init=None`` (fit :class:`~bayespmf.estimators.simplex.VLAD`; see
-    :func:`initvals_from_vlad` for the other starts) as the default and the per-chain
-    ``jitter`` as an option.
-
-    Parameters
-    ----------
-    model : pymc.Model
-        From :func:`simplex_nest_model`.
-    init : None, fitted VLAD (or GDM/SimplexSPA) or dict
-    jitter : float, default ``INIT_JITTER``
-    **kwargs
-        The options of :func:`bayespmf.models.sample` (``method``, ``draws``,
-        ``tune``, ``chains``, ``random_seed``, ``nuts_sampler``, ...).
-
-    Returns
-    -------
-    xarray.DataTree
-        As :func:`bayespmf.models.sample`.
-
-    Examples
-    --------
-    >>> from bayespmf.datasets import make_simplex_nest
-    >>> X, _ = make_simplex_nest(30, 3, 2, alpha=1.0, sigma=0.1, random_state=0)
-    >>> idata = sample_simplex_nest(simplex_nest_model(X, 2, alpha=1.0), draws=5,
-    ...     tune=5, chains=1, random_seed=0, progressbar=False)  # doctest: +SKIP
-    """
-    return sample_alias(
-        SIMPLEX_NEST, model, "sample_simplex_nest", init=init, jitter=jitter, **kwargs
-    )
 
 
 def _point(model, init, random_seed):
@@ -501,7 +389,7 @@ def _point(model, init, random_seed):
 
 
 def _finish(idata, model, point, starts, align, random_seed):
-    return align_vertices(idata, point["vertices"]) if align else idata
+    return _align(idata, point["vertices"], None, 2) if align else idata
 
 
 def _loglik_rows(idata):
@@ -525,11 +413,11 @@ SIMPLEX_NEST = Family(
     method_error="The 'method' parameter of {owner} must be 'nuts' or 'advi'",
     estimate=lambda model, random_seed: _point(model, None, random_seed),
     point=_point,
-    initvals=lambda model, point, chains, jitter, rng: initvals_from_vlad(
-        model, point, chains=chains, jitter=jitter, random_seed=rng
-    ),
+    initvals=_initvals,
     # the model is sampled as built (its data are not frozen)
     rewrite=lambda model, point, initvals, *_: (model, initvals, None),
     finish=_finish,
+    drawn=lambda posterior: "vertices" in posterior,
+    align=_align,
     loglik_rows=_loglik_rows,
 )

@@ -1,10 +1,9 @@
 """The problem both CNMF algorithms solve: pairwise marginals, their checks and misfit.
 
-Private to :mod:`bayespmf.kernels` (the public names are re-exported by
-:mod:`bayespmf.kernels.cnmf`): the checks of the marginals and of the rank (the
-identifiability bound of a split, :func:`max_cnmf_rank`), the pair weights, the model's
-joint block matrix ``sum_f lambda_f a_f a_f^T``, column normalization and
-:func:`pairwise_misfit`.
+Shared by :mod:`bayespmf.kernels.cnmf_spa` and :mod:`bayespmf.kernels.cnmf_opt`: the
+checks of the marginals and of the rank (the identifiability bound of a split,
+:func:`max_cnmf_rank`), the pair weights, the model's joint block matrix
+``sum_f lambda_f a_f a_f^T``, column normalization and :func:`pairwise_misfit`.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ OBJECTIVE_FLOOR = 1e-24
 
 # ---------------------------------------------------------------------------- checks
 def check_marginals(marginals, owner: str) -> PairwiseMarginals:
+    """``marginals``, checked: a PairwiseMarginals of at least two variables."""
     if not isinstance(marginals, PairwiseMarginals):
         raise DataValidationError(
             f"The 'marginals' argument of {owner} must be a PairwiseMarginals (e.g. "
@@ -194,6 +194,7 @@ def expand_pair_weights(pair_w: np.ndarray, n_categories) -> np.ndarray:
 
 
 def model_joint(weights, stacked) -> np.ndarray:
+    """The model's joint block matrix ``sum_f lambda_f a_f a_f^T`` (stacked factors)."""
     return (stacked * weights) @ stacked.T
 
 

@@ -246,3 +246,36 @@ def test_the_package_exports_the_sampler_lazily():
     assert "sample_gibbs" in dir(bayespmf.dask)
     with pytest.raises(AttributeError, match="no_such_name"):
         bayespmf.dask.no_such_name
+
+
+def test_sample_front_door_takes_chunked_data(separated, sync):
+    """sample(ddata, n_components=..., method="gibbs") is sample_gibbs: the same draws."""
+    data, point = separated
+    ddata = DaskCategoricalData.from_categorical_data(data, chunk_rows=100)
+    kw = dict(init=point, draws=10, tune=2, chains=2, random_seed=3, **FAST)
+    front = sample(ddata, n_components=2, method="gibbs", n_sweeps=2, **kw)
+    direct = sample_gibbs(ddata, 2, n_sweeps=2, **kw)
+    for var, values in _draws(direct).items():
+        np.testing.assert_array_equal(_draws(front)[var], values)
+    assert front.posterior.attrs["sampling_method"] == "gibbs"
+    assert "unaligned_posterior" in front.children
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"method": "nuts"}, r"'method' is 'nuts'.*method='gibbs'"),
+        ({"method": "gibbs", "n_components": None}, "'n_components' is required"),
+        ({"method": "gibbs", "nuts_sampler": "numpyro"}, "'nuts_sampler' does not apply"),
+        ({"method": "gibbs", "log_likelihood": True}, "'log_likelihood' does not apply"),
+        ({"method": "gibbs", "jitter": 0.1}, "'jitter' does not apply"),
+        ({"method": "gibbs", "cores": 2}, r"Unknown option\(s\) \['cores'\]"),
+        ({"method": "gibbs", "init": "optima"}, "'init' is 'optima'"),
+    ],
+)
+def test_sample_front_door_refuses_what_chunked_gibbs_cannot_do(separated, kwargs, match):
+    data, _ = separated
+    ddata = DaskCategoricalData.from_categorical_data(data, chunk_rows=100)
+    kwargs = {"n_components": 2} | kwargs
+    with pytest.raises(ValueError, match=match):
+        sample(ddata, draws=2, tune=1, chains=1, **kwargs, **FAST)

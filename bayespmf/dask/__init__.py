@@ -51,6 +51,7 @@ True
 
 from __future__ import annotations
 
+from bayespmf._chunked import register_chunked_sampler
 from bayespmf.dask._data import DEFAULT_CHUNK_ROWS, SPLIT_EVERY, DaskCategoricalData
 from bayespmf.dask.em import DaskEMKernel, DaskLatentClassFit, fit_em_dask, fit_latent_class
 from bayespmf.dask.marginals import pairwise_marginals, triple_marginals
@@ -67,6 +68,17 @@ __all__ = [
     "sample_gibbs",
     "triple_marginals",
 ]
+
+
+def _sample_gibbs(*args, **kwargs):
+    from bayespmf.dask.gibbs import sample_gibbs
+
+    return sample_gibbs(*args, **kwargs)
+
+
+# bayespmf.models.sample(ddata, n_components=..., method="gibbs") hands chunked data to
+# sample_gibbs (imported then, not now)
+register_chunked_sampler(DaskCategoricalData, _sample_gibbs)
 
 
 def __getattr__(name):

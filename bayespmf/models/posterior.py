@@ -19,6 +19,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from bayespmf._chunked import chunked_sampler
 from bayespmf._validation import DataValidationError, check_int
 from bayespmf.data import CategoricalData
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
@@ -91,9 +92,17 @@ def sample(
 
     Parameters
     ----------
-    model_or_data : pymc.Model or CategoricalData
-        A model of one of the families above, or latent-class data (then ``n_components`` is
-        required and the model is built with default priors).
+    model_or_data : pymc.Model, CategoricalData or DaskCategoricalData
+        A model of one of the families above, or latent-class data (then
+        ``n_components`` is required and the model is built with default priors).
+        Chunked data (:class:`bayespmf.dask.DaskCategoricalData`) are sampled with
+        ``method="gibbs"`` by :func:`bayespmf.dask.sample_gibbs`, which never holds the
+        rows in memory: ``init`` is ``"auto"`` (a distributed fit) or a point
+        estimate; its options ``n_sweeps``, ``weights_prior``, ``factor_prior``,
+        ``threads``, ``client``, ``split_every`` and ``persist`` pass through
+        ``**sample_kwargs``; the result has the same ``posterior`` (and
+        ``unaligned_posterior``) as a model's, without ``log_likelihood`` and
+        ``observed_data`` (their size is the rows').
     n_components : int, optional
         Number of classes when data are given.
     init : "auto", "optima", LatentClassPMF, (weights, factors), dict or None
@@ -218,6 +227,24 @@ def sample(
     """
     import pymc as pm
 
+    if chunked_sampler(model_or_data) is not None:
+        return _sample_chunked(
+            model_or_data,
+            n_components=n_components,
+            init=init,
+            method=method,
+            nuts_sampler=nuts_sampler,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            align=align,
+            log_likelihood=log_likelihood,
+            simplex_transform=simplex_transform,
+            jitter=jitter,
+            **sample_kwargs,
+        )
     if isinstance(model_or_data, pm.Model):
         model = model_or_data
     else:
@@ -244,6 +271,90 @@ def sample(
         simplex_transform=simplex_transform,
         jitter=jitter,
         **sample_kwargs,
+    )
+
+
+#: The options of :func:`bayespmf.dask.sample_gibbs` that :func:`sample` passes on.
+CHUNKED_OPTIONS = (
+    "n_sweeps",
+    "weights_prior",
+    "factor_prior",
+    "threads",
+    "client",
+    "split_every",
+    "persist",
+)
+
+
+def _sample_chunked(
+    ddata,
+    *,
+    n_components,
+    init,
+    method,
+    nuts_sampler,
+    draws,
+    tune,
+    chains,
+    random_seed,
+    progressbar,
+    align,
+    log_likelihood,
+    simplex_transform,
+    jitter,
+    **options,
+):
+    """:func:`sample` on chunked data: :func:`bayespmf.dask.sample_gibbs`."""
+    sampler = chunked_sampler(ddata)
+    why = (
+        "chunked data (DaskCategoricalData) are sampled by the chunked Gibbs step "
+        "(bayespmf.dask.sample_gibbs), which never holds the rows in memory"
+    )
+    if method != "gibbs":
+        raise DataValidationError(
+            f"'method' is {method!r}, but {why}: pass method='gibbs' (or sample a "
+            "CategoricalData held in memory by NUTS or ADVI)."
+        )
+    if n_components is None:
+        raise DataValidationError(
+            "'n_components' is required when data (not a model) are given."
+        )
+    refused = {
+        "nuts_sampler": nuts_sampler != "pymc",
+        "log_likelihood": log_likelihood is True,
+        "simplex_transform": simplex_transform is not None,
+        "jitter": jitter is not None,
+    }
+    for name, bad in refused.items():
+        if bad:
+            raise DataValidationError(
+                f"'{name}' does not apply to {why}: leave it at its default. The "
+                "log-likelihood per row would have the size of the rows; the starts "
+                "are jittered as sample's default does."
+            )
+    unknown = sorted(set(options) - set(CHUNKED_OPTIONS))
+    if unknown:
+        raise DataValidationError(
+            f"Unknown option(s) {unknown} for {why}; it takes {list(CHUNKED_OPTIONS)}."
+        )
+    if isinstance(init, str) and init == "auto":
+        init = None  # sample_gibbs fits its own (distributed) estimate
+    elif isinstance(init, str) or init is None:
+        raise DataValidationError(
+            f"'init' is {init!r}, but {why}: pass 'auto' (a distributed fit of the "
+            "data) or a point estimate (a LatentClassPMF, (weights, factors) or a dict)."
+        )
+    return sampler(
+        ddata,
+        n_components,
+        init=init,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        random_seed=random_seed,
+        align=align,
+        progressbar=progressbar,
+        **options,
     )
 
 

@@ -78,7 +78,7 @@ def test_cli_datasets(capsys):
         ('[data]\nname = "car"\n[fit]\n[sample]\ndraw = 9\n', r"'sample\.draw'.*'draws'"),
         (
             '[data]\nname = "car"\n[fit]\n[sample]\nmethod = "hmc"\n',
-            r"'sample\.method' must be one of \['nuts', 'advi'\]",
+            r"'sample\.method' must be one of \['nuts', 'gibbs', 'advi'\]",
         ),
         ('[data]\nname = "car"\n[sample]\n', r"\[sample\] needs a \[fit\] section"),
         (
@@ -194,3 +194,23 @@ def test_run_with_advi_writes_posterior(tmp_path):
     idata = az.from_netcdf(out / "posterior.nc", engine="h5netcdf")
     assert idata.posterior.sizes["draw"] == 50
     assert (out / "trace.png").is_file()
+
+
+def test_run_with_gibbs_checks_convergence(tmp_path):
+    import json
+
+    import arviz as az
+
+    out = tmp_path / "out"
+    p = write(
+        tmp_path,
+        '[data]\nname = "car"\n[fit]\nn_components = 2\n'
+        '[sample]\nmethod = "gibbs"\ndraws = 60\ntune = 20\nchains = 2\nn_sweeps = 2\n',
+    )
+    assert main(["run", str(p), "--out", str(out), "--no-progress"]) == 0
+    idata = az.from_netcdf(out / "posterior.nc", engine="h5netcdf")
+    assert idata.posterior.sizes["draw"] == 60 and idata.posterior.sizes["chain"] == 2
+    assert idata.posterior.attrs["sampling_method"] == "gibbs"
+    sampled = json.loads((out / "results.json").read_text())["sample"]
+    assert sampled["method"] == "gibbs" and "r_hat_max" in sampled
+    assert (out / "convergence.json").is_file()

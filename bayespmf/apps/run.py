@@ -487,17 +487,18 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
     s = spec.sample
     train = train.drop_empty_rows()
     cores = s["cores"] or min(s["chains"], n_cpus())
+    chained = s["method"] in ("nuts", "gibbs")
     label = (
-        f"NUTS, {s['chains']} chains x ({s['tune']} tune + {s['draws']} draws), "
-        f"{cores} cores"
-        if s["method"] == "nuts"
+        f"{'NUTS' if s['method'] == 'nuts' else 'Gibbs'}, {s['chains']} chains x "
+        f"({s['tune']} tune + {s['draws']} draws), {cores} cores"
+        if chained
         else f"ADVI, {s['advi_iterations']} iterations, {s['draws']} draws"
     )
-    extra = (
-        {"cores": cores, "target_accept": s["target_accept"]}
-        if s["method"] == "nuts"
-        else {}
-    )
+    extra = {"cores": cores} if chained else {}
+    if s["method"] == "nuts":
+        extra["target_accept"] = s["target_accept"]
+    if s["method"] == "gibbs" and s["n_sweeps"] is not None:
+        extra["n_sweeps"] = s["n_sweeps"]
     with _Step(f"sampling the rank-{est.weights_.size} posterior: {label}"):
         idata = sample(
             train,
@@ -506,7 +507,7 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
             method=s["method"],
             draws=s["draws"],
             tune=s["tune"],
-            chains=s["chains"] if s["method"] == "nuts" else 1,
+            chains=s["chains"] if chained else 1,
             random_seed=s["random_seed"],
             progressbar=progressbar,
             advi_iterations=s["advi_iterations"],
@@ -518,7 +519,7 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
     }
     conv = None
     with _Step("convergence diagnostics (classes aligned to the point estimate)"):
-        if s["method"] == "nuts":
+        if chained:
             conv = convergence_summary(idata)
             _say(conv["table"].to_string(float_format=lambda v: f"{v:.3f}"))
             _say(f"   divergences: {conv['divergences']}")

@@ -44,8 +44,9 @@ Sections and keys (defaults in brackets):
 * ``[data]``: ``name`` (required), ``target``, ``options`` [{}], ``test_fraction`` [0.3].
 * ``[fit]``: ``n_components`` (int or list of int) [5], ``method`` ["auto"],
   ``max_iter``, ``tol``, ``random_state`` [seed].
-* ``[sample]``: ``method`` ["nuts"], ``draws`` [500], ``tune`` [500], ``chains`` [2],
-  ``cores`` [chains], ``target_accept`` [0.8], ``advi_iterations`` [20000],
+* ``[sample]``: ``method`` ["nuts"; or "gibbs", "advi"], ``draws`` [500], ``tune``
+  [500], ``chains`` [2], ``cores`` [chains], ``target_accept`` [0.8] (NUTS),
+  ``n_sweeps`` [the Gibbs step's default] (Gibbs), ``advi_iterations`` [20000] (ADVI),
   ``random_seed`` [seed].
 * ``[task]``: ``kind`` ["classify" if the data set has a class variable, else
   "ratings"], ``methods``, ``baselines``, ``n_trials`` [10], ``candidates``,
@@ -99,7 +100,7 @@ _INTS = _ListOf(int)
 _STRS = _ListOf(str)
 
 #: Sampler methods accepted in [sample].
-_SAMPLERS = ("nuts", "advi")
+_SAMPLERS = ("nuts", "gibbs", "advi")
 #: Task kinds accepted in [task].
 _TASKS = ("classify", "ratings")
 
@@ -131,6 +132,7 @@ _SCHEMA: dict[str, dict[str, tuple[tuple, object]]] = {
         "cores": ((int,), None),
         "target_accept": ((float,), 0.8),
         "advi_iterations": ((int,), 20000),
+        "n_sweeps": ((int,), None),
         "random_seed": ((int,), None),
     },
     "task": {
@@ -451,6 +453,15 @@ def _check_inputs(path, spec: RunSpec) -> None:
 
         s = spec.sample
         nuts = s["method"] == "nuts"
+        chained = s["method"] in ("nuts", "gibbs")
+        # the keywords the run passes to bayespmf.models.sample
+        kwargs = {}
+        if chained:
+            kwargs["cores"] = s["cores"] or 1
+        if nuts:
+            kwargs["target_accept"] = s["target_accept"]
+        if s["method"] == "gibbs" and s["n_sweeps"] is not None:
+            kwargs["n_sweeps"] = s["n_sweeps"]
         _checked(
             path,
             "[sample]",
@@ -458,15 +469,10 @@ def _check_inputs(path, spec: RunSpec) -> None:
             s["method"],
             s["draws"],
             s["tune"],
-            s["chains"] if nuts else 1,
+            s["chains"] if chained else 1,
             "sample",
             advi_iterations=s["advi_iterations"],
-            # the keywords the run passes to bayespmf.models.sample
-            sample_kwargs=(
-                {"cores": s["cores"] or 1, "target_accept": s["target_accept"]}
-                if nuts
-                else {}
-            ),
+            sample_kwargs=kwargs,
         )
     if spec.task is not None:
         from bayespmf.apps import tasks

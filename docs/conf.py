@@ -197,6 +197,15 @@ def write_api_pages() -> None:
         *(f"   {page}" for page in pages),
     ]
     _write_if_changed(api / "index.rst", "\n".join(index) + "\n")
+    # autosummary never deletes the page of a name that left ``__all__``: a stale page
+    # would fail the build (-W, "not included in any toctree"), so remove them here
+    generated = api / "generated"
+    if generated.is_dir():
+        for page in generated.glob("*.rst"):
+            package, _, member = page.stem.rpartition(".")
+            module = modules.get(package)
+            if module is None or member not in getattr(module, "__all__", ()):
+                page.unlink()
 
 
 write_api_pages()

@@ -362,12 +362,12 @@ def make_data(table: int, n_samples: int, seed: int):
     cfg = SYNTHETIC[table]
     if cfg["kind"] == "CIM":
         return make_cim(
-            n_samples, cfg["n_cat"], cfg["rank"], cfg["n_vars"], cfg["kappa"], seed
+            n_samples, cfg["n_cat"], cfg["n_components"], cfg["n_vars"], cfg["kappa"], seed
         )
     data, truth = make_latent_class(
         n_samples,
         cfg["n_cat"],
-        n_components=cfg["rank"],
+        n_components=cfg["n_components"],
         n_variables=cfg["n_vars"],
         observed_prob=cfg["kappa"],
         random_state=seed,
@@ -544,7 +544,7 @@ def run_synthetic(report, table, args, cache, progress=print):
     pub = PUBLISHED[table]
     metric = cfg["metric"]
     score = METRICS[metric]
-    n_components = cfg["rank"]
+    n_components = cfg["n_components"]
     columns = [
         (i, s)
         for i, s in enumerate(pub["Ns"])
@@ -671,7 +671,7 @@ def run_table6(report, args, cache, progress=print):
         for i, s in enumerate(pub1["Ns"])
         if (args.max_size is None or s <= args.max_size)
     ]
-    n_components = SYNTHETIC[1]["rank"]
+    n_components = SYNTHETIC[1]["n_components"]
     values = {m: {s: [] for _, s in columns} for m in PUBLISHED_T6}
     for ci, size in columns:
         for trial in range(args.trials):

@@ -118,7 +118,9 @@ def main(argv=None):
                     "coverage": cov_rate,
                     "coverage_mcse": float(np.sqrt(cov_rate * (1 - cov_rate) / cover.size)),
                     "coverage_conditional": cov_cond,
-                    "sd_over_se": float(np.mean(err.std(axis=0) / np.nanmedian(se, axis=0))),
+                    "sd_over_se": float(
+                        np.mean(err.std(axis=0) / np.nanmedian(se, axis=0))
+                    ),
                 }
             )
     seconds = time.perf_counter() - start

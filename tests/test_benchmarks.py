@@ -50,6 +50,7 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
     ),
     "dsn_text.py": ([], None, rf"^\s+5 VLAD\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}"),
     "jax_data.py": ([], "jax", rf"^\| 500 \| .* \| {NUM} \| {NUM} \|"),
+    "distal_gibbs.py": ([], None, rf"^\s+0\s+ratio\s+{NUM}x$"),
     "distal_simulation.py": (
         [],
         None,

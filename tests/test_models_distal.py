@@ -144,9 +144,6 @@ def test_refusals():
         latent_class_model(X, 2, outcome=[1.0, 2.0])
     with pytest.raises(ValueError, match="'family' parameter"):
         latent_class_model(X, 2, outcome=OUTCOMES["gaussian"], outcome_family="normal")
-    model = latent_class_model(X, 2, outcome=OUTCOMES["gaussian"])
-    with pytest.raises(ValueError, match="does not run the Gibbs step on latent-class"):
-        sample(model, method="gibbs")
 
 
 def _class_order_agrees(post):

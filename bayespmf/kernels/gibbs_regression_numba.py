@@ -23,7 +23,7 @@ import numpy as np
 from bayespmf.kernels.em_numba import row_log_joint
 from bayespmf.kernels.gibbs_numba import BLOCK_ROWS, exp_shifted, inverse_cdf, run_blocks
 
-__all__ = ["draw_row_class_counts"]
+__all__ = ["draw_row_class_counts", "row_prior_inputs"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -81,6 +81,34 @@ def draw_row_class_counts(
     >>> m.tolist()
     [[1, 0], [0, 1], [0, 0], [1, 0]]
     """
+    log_prior, log_a, indptr, indices = row_prior_inputs(log_prior, log_a, indptr, indices)
+    n_rows = indptr.size - 1
+    n_blocks = max(1, -(-n_rows // BLOCK_ROWS))
+    seeds = rng.integers(2**31 - 1, size=n_blocks)
+    counts = np.zeros((n_blocks, *log_a.shape), dtype=np.int64)
+
+    def run(b):
+        lo, hi = b * BLOCK_ROWS, min(n_rows, (b + 1) * BLOCK_ROWS)
+        _draw_rows(log_prior, log_a, indptr, indices, lo, hi, seeds[b], counts[b])
+
+    run_blocks(run, n_blocks, threads)
+    return counts.sum(axis=0)
+
+
+def row_prior_inputs(log_prior, log_a, indptr, indices):
+    """The label draw's arguments as contiguous float64 / int64 arrays, checked.
+
+    Raises
+    ------
+    ValueError
+        ``log_prior`` does not have one row per CSR row and one column per class.
+
+    Examples
+    --------
+    >>> out = row_prior_inputs([[0.0, 0.0]], np.zeros((2, 2)), [0, 1], [0])
+    >>> [a.dtype.name for a in out]
+    ['float64', 'float64', 'int64', 'int64']
+    """
     log_prior = np.ascontiguousarray(log_prior, dtype=np.float64)
     log_a = np.ascontiguousarray(log_a, dtype=np.float64)
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
@@ -92,13 +120,4 @@ def draw_row_class_counts(
             f"(one row per CSR row, one column per class of 'log_a'); got "
             f"{log_prior.shape}."
         )
-    n_blocks = max(1, -(-n_rows // BLOCK_ROWS))
-    seeds = rng.integers(2**31 - 1, size=n_blocks)
-    counts = np.zeros((n_blocks, *log_a.shape), dtype=np.int64)
-
-    def run(b):
-        lo, hi = b * BLOCK_ROWS, min(n_rows, (b + 1) * BLOCK_ROWS)
-        _draw_rows(log_prior, log_a, indptr, indices, lo, hi, seeds[b], counts[b])
-
-    run_blocks(run, n_blocks, threads)
-    return counts.sum(axis=0)
+    return log_prior, log_a, indptr, indices

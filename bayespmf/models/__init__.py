@@ -10,6 +10,7 @@ from bayespmf.models.averaging import (
 )
 from bayespmf.models.diagnostics import convergence_summary
 from bayespmf.models.gibbs import LatentClassGibbs
+from bayespmf.models.gibbs_distal import OutcomeGibbs
 from bayespmf.models.gibbs_regression import RegressionFactorGibbs
 from bayespmf.models.latent_class import LatentClassRows, latent_class_model, model_data
 from bayespmf.models.posterior import align_labels, initvals, model_family, sample
@@ -25,6 +26,7 @@ from bayespmf.models.simplex_nest import simplex_nest_model
 __all__ = [
     "check_sampler_args",
     "LatentClassGibbs",
+    "OutcomeGibbs",
     "RegressionFactorGibbs",
     "LatentClassRegressionRows",
     "LatentClassRows",

@@ -22,7 +22,6 @@ import numpy as np
 import pymc as pm
 
 from bayespmf._validation import DataValidationError, check_random_seed
-from bayespmf.models._names import OUTCOME_DATA_NAME, OUTCOME_NAME
 from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
 from bayespmf.models._start import check_jitter
 
@@ -132,16 +131,6 @@ def sample_family(
     again.
     """
     random_seed = check_random_seed(random_seed, owner)
-    if (
-        method == "gibbs"
-        and isinstance(model, pm.Model)
-        and {OUTCOME_DATA_NAME, OUTCOME_NAME} <= set(model.named_vars)
-    ):
-        raise DataValidationError(
-            f"{owner} does not run the Gibbs step on latent-class models with a distal "
-            "outcome (latent_class_model(..., outcome=y)) yet: it has no update for the "
-            "outcome's parameters. Use method='nuts' (the default) or method='advi'."
-        )
     if method not in family.methods:
         note = (
             " (method='gibbs' samples latent-class models only, with or without covariates)"

@@ -14,7 +14,9 @@ outcome), the mixture :math:`\log \sum_f \pi_f f(y_s \mid \theta_f)`, and ``x``,
 rows given their outcome, :math:`\log \Pr(x_s \mid y_s) = \log \sum_f \Pr(f \mid
 y_s) \prod_n A_n(x_{sn}, f)` (the fused per-row kernel of the latent-class
 regression, with per-row log-priors :math:`\log \pi_f + \log f(y_s \mid \theta_f)`
-normalized). NUTS and ADVI sample it as any PyMC model; ``pm.compute_log_likelihood``
+normalized). NUTS and ADVI sample it as any PyMC model, and
+``bayespmf.models.sample(model, method="gibbs")`` by the Gibbs step of
+:mod:`bayespmf.models.gibbs_distal`; ``pm.compute_log_likelihood``
 gives both variables' per-row terms (their sum per row is the joint), and posterior
 predictive draws of ``x`` are drawn given the observed outcome.
 """
@@ -173,8 +175,10 @@ def latent_class_outcome_model(
     :func:`bayespmf.models.sample` runs NUTS (the default) or ADVI on it and aligns
     the labels of every class-dimensioned variable, the outcome's parameters with the
     weights and factors; the ``log_likelihood`` group holds ``x`` per row and ``y``
-    per row with an observed outcome. The Gibbs step (``method="gibbs"``) has no
-    update for the outcome's parameters and refuses such a model.
+    per row with an observed outcome. ``method="gibbs"`` runs
+    :class:`bayespmf.models.gibbs_distal.OutcomeGibbs` (conjugate draws of every
+    parameter given the classes drawn row by row; with covariates, NUTS on the
+    coefficients); an outcome prior other than these is refused by it.
 
     Examples
     --------

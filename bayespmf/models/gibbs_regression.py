@@ -41,6 +41,7 @@ from bayespmf.kernels.gibbs_regression_numba import draw_row_class_counts
 from bayespmf.models._names import OBSERVED_NAME
 from bayespmf.models._rows_dist import LatentClassRegressionRows
 from bayespmf.models.gibbs import LatentClassGibbs, bind_step, simplex_maps
+from bayespmf.models.gibbs_distal import is_outcome_model, outcome_gibbs_steps
 from bayespmf.pmf import observed_csr
 
 __all__ = ["DEFAULT_FACTOR_SWEEPS", "RegressionFactorGibbs", "gibbs_steps"]
@@ -236,7 +237,9 @@ def gibbs_steps(model=None, *, threads=None, n_sweeps=None):
     latent-class regression gets ``[RegressionFactorGibbs, NUTS(coefficients)]``
     (``pm.sample`` makes them a ``CompoundStep``: each draw is ``n_sweeps`` Gibbs
     sweeps of the factors, then one NUTS step of the coefficients, whose step size
-    and mass matrix are tuned during ``tune``).
+    and mass matrix are tuned during ``tune``); a model with a distal outcome gets
+    :func:`bayespmf.models.gibbs_distal.outcome_gibbs_steps` (the same, with the
+    outcome's parameters drawn in the Gibbs sweeps).
 
     Parameters
     ----------
@@ -255,7 +258,7 @@ def gibbs_steps(model=None, *, threads=None, n_sweeps=None):
     Raises
     ------
     DataValidationError
-        The model is neither (the plain step's message).
+        The model is none of them (the plain step's message).
 
     Examples
     --------
@@ -268,6 +271,8 @@ def gibbs_steps(model=None, *, threads=None, n_sweeps=None):
     ['RegressionFactorGibbs', 'NUTS']
     """
     model = modelcontext(model)
+    if is_outcome_model(model):  # a distal outcome: bayespmf.models.gibbs_distal
+        return outcome_gibbs_steps(model, threads=threads, n_sweeps=n_sweeps)
     if not _is_regression(model):
         return LatentClassGibbs(model=model, threads=threads, n_sweeps=n_sweeps)
     gibbs = RegressionFactorGibbs(model=model, threads=threads, n_sweeps=n_sweeps)

@@ -155,6 +155,17 @@ def sample(
         NUTS step of the coefficients, tuned during ``tune``
         (:func:`bayespmf.models.gibbs_regression.gibbs_steps`), which mixes faster
         per second than NUTS on every variable (:ref:`bench-gibbs-regression`).
+        For a model with a distal outcome (``latent_class_model(..., outcome=y,
+        outcome_family=...)``, every family, with or without covariates) each sweep
+        of :class:`~bayespmf.models.gibbs_distal.OutcomeGibbs` draws every row's class
+        given its indicators and its outcome, then the weights and factors (Dirichlet)
+        and the outcome's parameters from their conditionals given the classes: Beta
+        (bernoulli), Gamma (poisson), Dirichlet (categorical); gaussian, the class
+        means given the standard deviations (Normal), then each variance given its
+        mean by an exact draw of its generalized inverse Gaussian conditional. With
+        covariates the coefficients get one NUTS step per draw, as above. The
+        outcome's parameters are aligned with the classes, and the groups are NUTS's
+        (``log_likelihood`` holds ``x`` and ``y``).
     nuts_sampler : {"pymc", "nutpie", "numpyro", "blackjax"}, default "pymc"
         The NUTS implementation (the last three need ``pip install
         'bayespmf[samplers]'``). Every one starts chain ``c`` exactly at its start

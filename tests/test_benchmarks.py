@@ -112,6 +112,14 @@ NOT_RUN = {
     "lca_vs_peers.py": "minutes: StepMix n_init=20 on 2000-3000 rows (62 s for one case)",
 }
 
+#: Scripts whose exit status is a timing requirement they check themselves, and the
+#: line they print when it fails. Such a run is repeated, up to TIMING_TRIES runs in
+#: all, while it fails only that check: a test running beside it on the other cores
+#: (pytest-xdist, or another job) can slow one of the steps it compares; a real
+#: regression fails every run.
+TIMING_GATES = {"bench_em_step.py": r"\(FAIL: must be <= 1\.0\)"}
+TIMING_TRIES = 3
+
 
 def scripts() -> list[str]:
     return sorted(p.name for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
@@ -166,7 +174,11 @@ def test_quick_run_prints_its_table(script, monkeypatch, tmp_path):
     if needs is not None:
         pytest.importorskip(needs)
     args = ["--quick", *(a.format(tmp=tmp_path) for a in extra)]
-    status, stdout = run_script(BENCHMARKS / script, args, monkeypatch)
+    gate = TIMING_GATES.get(script)
+    for _ in range(TIMING_TRIES):
+        status, stdout = run_script(BENCHMARKS / script, args, monkeypatch)
+        if status == 0 or gate is None or not re.search(gate, stdout):
+            break
     assert status == 0, stdout[-4000:]
     assert re.search(expected, stdout, flags=re.MULTILINE), stdout[-4000:]
 

@@ -7,6 +7,7 @@ so that neither imports the other.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -168,8 +169,6 @@ def kmeans(
     >>> np.sort(c.ravel()).round(2)
     array([0.05, 5.05])
     """
-    from threadpoolctl import threadpool_limits
-
     if n_init < 1 and init is None:
         raise ValueError(
             f"The 'n_init' parameter of kmeans must be >= 1 when no 'init' is given. "
@@ -192,12 +191,28 @@ def kmeans(
         and points.dtype != np.float32
     )
     # BLAS threads are process-wide: limited once here, not from racing workers
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _thread_pools().limit(limits=1, user_api="blas"):
         if batched:
             runs = _batched_runs(points, n_clusters, starts, max_iter, workers)
         else:
             runs = _threaded_runs(points, n_clusters, starts, max_iter, workers)
     return min(runs, key=lambda r: r[2])  # first of equal inertias
+
+
+@functools.cache
+def _thread_pools():
+    """One ``threadpoolctl.ThreadpoolController`` for every k-means call of the process.
+
+    ``threadpool_limits(...)`` finds the thread-pool libraries again on each call by
+    reading ``/proc/self/maps``, which grows with every library the process loads (JAX,
+    numba's LLVM, ...), and k-means limits the pools once per call and once per
+    restart; the controller finds them once, as scikit-learn's own does. scikit-learn
+    is imported first, so that its OpenMP runtime is among them.
+    """
+    import sklearn.cluster  # noqa: F401  (loads scikit-learn's OpenMP runtime)
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 # --------------------------------------------------------------------------------------
@@ -220,10 +235,9 @@ def _threaded_runs(points, n_clusters, starts, max_iter, workers):
 def _sklearn_run(points, n_clusters, start, max_iter):
     """One scikit-learn ``KMeans`` run (``n_init=1``) on one OpenMP thread."""
     from sklearn.cluster import KMeans
-    from threadpoolctl import threadpool_limits
 
     # in each worker: omp_set_num_threads sets the calling thread's OpenMP threads
-    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
+    with warnings.catch_warnings(), _thread_pools().limit(limits=1, user_api="openmp"):
         # Duplicate points (e.g. noise-free data at the vertices) make scikit-learn
         # warn that fewer distinct clusters were found; the centroids are valid.
         warnings.filterwarnings("ignore", message=".*distinct clusters.*")

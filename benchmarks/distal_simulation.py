@@ -84,7 +84,7 @@ def main(argv=None):
     parser.add_argument("--n-rows", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--plot", default=None, help="save the figure to this path")
-    args = parse_args_quick(parser, argv, reps=6, n_rows=500)
+    args = parse_args_quick(parser, argv, reps=3, n_rows=500)
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
     rows = []

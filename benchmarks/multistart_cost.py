@@ -95,14 +95,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n-init", type=int, default=100)
     ap.add_argument("--collapse", action="store_true")
-    args = parse_args_quick(ap, None, n_init=10)
+    args = parse_args_quick(ap, None, n_init=4)
     if args.collapse:
         collapse()
         return
     print(f"n_init={args.n_init}; times in s (same process, warm caches)")
     print("| data | variant | refined | wall s | best loglik | reached best |")
     print("|---|---|---|---|---|---|")
-    for name, data, n_components in cases():
+    # --quick: the first case only (a smoke run of every variant)
+    for name, data, n_components in cases()[: 1 if args.quick else None]:
         src = as_source(data, None)
         run(src, n_components, 4)  # warm-up: compile once
         rows = [

@@ -809,7 +809,7 @@ def main(argv=None):
     parser.add_argument(
         "--plot-dir", type=Path, default=RESULTS_DIR / "figures", help="Figs. 1-2 PNGs"
     )
-    args = parse_args_quick(parser, argv, trials=2, n_rows=5000, candidates=[2, 3])
+    args = parse_args_quick(parser, argv, trials=2, n_rows=2000, candidates=[2])
     if args.trials is not None and args.trials < 1:
         parser.error("--trials must be >= 1")
     args.trials_table3 = args.trials or TRIALS["table3"]

@@ -200,6 +200,53 @@ def check_params(weights, factors, n_categories=None, *, atol=1e-6) -> LatentCla
     return LatentClassParams(w, fs)
 
 
+#: numpy adds fewer terms than this one after the other (its pairwise summation
+#: starts at this length), so :func:`row_sum` over fewer columns, written as column
+#: additions, gives the bits of ``sum(axis=1)``.
+PAIRWISE_BLOCK = 8
+
+
+def row_max(a) -> np.ndarray:
+    """``a.max(axis=1)`` of a 2-D array, as a new array; by columns when they are few.
+
+    A reduction along a short last axis runs one small loop per row; a few
+    elementwise maxima of whole columns give the same values in one pass each.
+
+    Examples
+    --------
+    >>> row_max(np.array([[1.0, 3.0, 2.0], [0.0, -1.0, np.nan]])).tolist()
+    [3.0, nan]
+    """
+    a = np.asarray(a)
+    if not 0 < a.shape[1] < PAIRWISE_BLOCK:
+        return a.max(axis=1)
+    out = a[:, 0].copy()
+    for j in range(1, a.shape[1]):
+        np.maximum(out, a[:, j], out=out)
+    return out
+
+
+def row_sum(a) -> np.ndarray:
+    """``a.sum(axis=1)`` of a 2-D array, as a new array, with the same rounding.
+
+    Below :data:`PAIRWISE_BLOCK` columns the sum is taken by adding whole columns
+    left to right, the order numpy uses for so few terms (one pass per column instead
+    of one small loop per row).
+
+    Examples
+    --------
+    >>> row_sum(np.array([[1.0, 2.0, 3.0], [0.5, 0.25, 0.0]])).tolist()
+    [6.0, 0.75]
+    """
+    a = np.asarray(a)
+    if not 0 < a.shape[1] < PAIRWISE_BLOCK:
+        return a.sum(axis=1)
+    out = a[:, 0].copy()
+    for j in range(1, a.shape[1]):
+        out += a[:, j]
+    return out
+
+
 def _log(x):
     with np.errstate(divide="ignore"):
         return np.log(x)
@@ -210,12 +257,18 @@ def class_log_joint(codes, weights, factors) -> np.ndarray:
     codes = np.asarray(codes)
     out = np.empty((codes.shape[0], len(weights)))
     out[:] = _log(np.asarray(weights, dtype=float))
-    for n, a in enumerate(factors):
-        log_a = _log(np.asarray(a, dtype=float))
-        # a row of zeros for the missing entries: one gather per variable, no masks
-        padded = np.vstack([log_a, np.zeros((1, log_a.shape[1]))])
-        col = codes[:, n]
-        out += padded[np.where(col >= 0, col, log_a.shape[0])]
+    if not len(factors):
+        return out
+    # every log A_n with a row of zeros below it (the missing entries), stacked, so
+    # that each variable is one gather of rows, no masks; added in variable order
+    logs = [_log(np.asarray(a, dtype=float)) for a in factors]
+    sizes = np.array([a.shape[0] for a in logs])
+    table = np.concatenate([np.vstack([a, np.zeros((1, a.shape[1]))]) for a in logs])
+    start = np.concatenate([[0], np.cumsum(sizes + 1)[:-1]])
+    cols = codes[:, : len(logs)].T
+    rows = np.where(cols >= 0, cols, sizes[:, None]) + start[:, None]
+    for n in range(len(logs)):
+        out += table.take(rows[n], axis=0)
     return out
 
 
@@ -270,12 +323,15 @@ def posterior_from_log_joint(log_joint, weights) -> np.ndarray:
     array([[0.818, 0.182],
            [0.5  , 0.5  ]])
     """
-    lj = np.array(log_joint, dtype=float)
-    impossible = np.isneginf(lj.max(axis=1))
+    lj = np.asarray(log_joint, dtype=float)
+    top = row_max(lj)
+    impossible = np.isneginf(top)
     if impossible.any():
+        lj = lj.copy(order="K")
         lj[impossible] = _log(np.asarray(weights, dtype=float))
-    post = np.exp(lj - lj.max(axis=1, keepdims=True))  # a finite max in every row now
-    return post / post.sum(axis=1, keepdims=True)
+        top = row_max(lj)
+    post = np.exp(lj - top[:, None])  # a finite max in every row now
+    return post / row_sum(post)[:, None]
 
 
 def conditional_pmf(data, weights, factors, target: int) -> np.ndarray:

@@ -27,9 +27,13 @@ The 1-step (``n_steps=1``) fits are each package's own multi-start fit, labels
 matched on the measurement parameters.
 
 Both timings cover the structural step from the fitted measurement model (the
-posterior, the correction and the structural fit), best of ``--repeat`` runs; ours
-with ``stderr=False`` (StepMix computes no standard errors), and in the last column
-with the standard errors and Wald tests. Run
+posterior, the correction and the structural fit; StepMix's input checks and ours
+included, the conversion of the indicators to StepMix's float input not), ours with
+``stderr=False`` (StepMix computes no standard errors; ours still builds its tables,
+the Wald table with NaN entries), and in the last column with the standard errors
+and Wald tests. The two packages run in turn, one call each per round, after a
+round that is not timed; every time is the median over ``--repeat`` rounds
+(``--repeat-slow`` rounds for the standard errors and the 1-step fits). Run
 ``python benchmarks/distal_vs_stepmix.py [--seed 0] [--n-rows 3000]``.
 """
 
@@ -113,12 +117,14 @@ def stepmix_with(model, x, structural, seed, **options):
     return sm
 
 
-def stepmix_structural(sm, x, y, kind):
-    """StepMix's structural step from its fixed measurement model (as in its fit)."""
+def stepmix_structural(sm, xf, y, kind):
+    """StepMix's structural step from its fixed measurement model (as in its fit).
+
+    ``xf`` holds the indicators as floats, StepMix's input.
+    """
     from stepmix import utils
     from stepmix.corrections import compute_bch_matrix, compute_log_emission_pm
 
-    xf = x.astype(float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         soft = sm.predict_proba_class(xf)
@@ -158,20 +164,50 @@ def ours(model, x, y, outcome, kind, stderr):
     return fit.estimates.to_numpy()
 
 
-def best_time(fn, repeat):
-    best, out = np.inf, None
+def alternating(fns, repeat, *, warm_up=True):
+    """Outputs and median wall times of ``fns``, called in turn for ``repeat`` rounds.
+
+    Every round calls each function once, in order, so that the functions share the
+    machine's state; with ``warm_up`` one round that is not timed goes first
+    (imports, caches).
+    """
+    outs = [fn() for fn in fns] if warm_up else [None] * len(fns)
+    times = [[] for _ in fns]
     for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return out, best
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            outs[i] = fn()
+            times[i].append(time.perf_counter() - start)
+    return outs, [float(np.median(t)) for t in times]
 
 
-def one_step(x, y, outcome, model, seed):
+def one_step(x, y, outcome, model, seed, repeat):
     """Each package's own 1-step fit of the gaussian outcome, labels matched."""
+
+    def stepmix_fit():  # fit starts afresh (its n_init starts) on every call
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return sm_model.fit(xf, y[:, None])
+
+    def ours_fit():
+        return distal_outcome(model, x, y, "gaussian", correction="one-step")
+
+    xf, sm_model = x.astype(float), stepmix_one_step(seed)
+    (sm, fit), (t_sm, t_ours) = alternating([stepmix_fit, ours_fit], repeat, warm_up=False)
+    params = sm.get_parameters()
+    pis = params["measurement"]["pis"]
+    width = int(params["measurement"]["max_n_outcomes"])
+    sm_factors = [pis[:, n * width : n * width + 2].T for n in range(N_ITEMS)]
+    theirs = stepmix_estimate(params["structural"], "gaussian")
+    perm = match_components(sm_factors, fit.info["factors"])
+    return fit.estimates.to_numpy(), theirs[perm], t_ours, t_sm
+
+
+def stepmix_one_step(seed):
+    """StepMix's 1-step estimator of the gaussian outcome (its own 5 starts)."""
     from stepmix.stepmix import StepMix
 
-    sm = StepMix(
+    return StepMix(
         n_components=RANK,
         measurement="categorical",
         structural="gaussian_diag",
@@ -183,29 +219,20 @@ def one_step(x, y, outcome, model, seed):
         verbose=0,
         progress_bar=0,
     )
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sm.fit(x.astype(float), y[:, None])
-    t_sm = time.perf_counter() - start
-    params = sm.get_parameters()
-    pis = params["measurement"]["pis"]
-    width = int(params["measurement"]["max_n_outcomes"])
-    sm_factors = [pis[:, n * width : n * width + 2].T for n in range(N_ITEMS)]
-    theirs = stepmix_estimate(params["structural"], "gaussian")
-    start = time.perf_counter()
-    fit = distal_outcome(model, x, y, "gaussian", correction="one-step")
-    t_ours = time.perf_counter() - start
-    perm = match_components(sm_factors, fit.info["factors"])
-    return fit.estimates.to_numpy(), theirs[perm], t_ours, t_sm
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-rows", type=int, default=3000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parse_args_quick(parser, argv, n_rows=600, repeat=1)
+    parser.add_argument("--repeat", type=int, default=15, help="timed rounds")
+    parser.add_argument(
+        "--repeat-slow",
+        type=int,
+        default=3,
+        help="timed rounds of the standard errors and of the 1-step fits",
+    )
+    args = parse_args_quick(parser, argv, n_rows=600, repeat=3, repeat_slow=1)
     x, z, outcomes = simulate(args.n_rows, args.seed)
     outcomes["covariate"] = z[:, None]
     fitted = LatentClassPMF(RANK, random_state=args.seed).fit(x)
@@ -220,21 +247,29 @@ def main(argv=None):
         f"{'outcome':<12}{'estimator':<10}{'max |ours - StepMix|':>22}"
         f"{'ours s':>10}{'StepMix s':>11}{'StepMix/ours':>14}{'ours+SE s':>11}"
     )
+    print(
+        f"times: medians of {args.repeat} alternating rounds after an untimed one "
+        f"({args.repeat_slow} rounds for ours+SE and the 1-step fits)"
+    )
     print(header)
     print("-" * len(header))
+    xf = x.astype(float)  # StepMix's input
     shown = {}
     for outcome, y in outcomes.items():
         y_sm = y if y.ndim == 2 else y[:, None]
         for kind in ("none", "bch", "ml", "two-step"):
             sm = stepmix_with(model, x, STRUCTURAL[outcome], args.seed)
-            mine, t_ours = best_time(
-                lambda y=y, o=outcome, k=kind: ours(model, x, y, o, k, False), args.repeat
+            (mine, params), (t_ours, t_sm) = alternating(
+                [
+                    lambda y=y, o=outcome, k=kind: ours(model, x, y, o, k, False),
+                    lambda sm=sm, y=y_sm, k=kind: stepmix_structural(sm, xf, y, k),
+                ],
+                args.repeat,
             )
-            _, t_se = best_time(
-                lambda y=y, o=outcome, k=kind: ours(model, x, y, o, k, True), args.repeat
-            )
-            params, t_sm = best_time(
-                lambda sm=sm, y=y_sm, k=kind: stepmix_structural(sm, x, y, k), args.repeat
+            _, (t_se,) = alternating(
+                [lambda y=y, o=outcome, k=kind: ours(model, x, y, o, k, True)],
+                args.repeat_slow,
+                warm_up=False,  # the call above ran the same code
             )
             theirs = stepmix_estimate(params, outcome)
             diff = float(np.max(np.abs(mine - theirs)))
@@ -244,7 +279,7 @@ def main(argv=None):
                 f"{t_sm / t_ours:>13.2f}x{t_se:>11.4f}"
             )
     mine, theirs, t_ours, t_sm = one_step(
-        x, outcomes["gaussian"], "gaussian", model, args.seed
+        x, outcomes["gaussian"], "gaussian", model, args.seed, args.repeat_slow
     )
     diff = float(np.max(np.abs(mine - theirs)))
     print(

@@ -47,8 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import scipy.linalg
-import scipy.stats
-from scipy.special import logsumexp
+from scipy.special import chdtrc, logsumexp
 
 from bayespmf._validation import (
     as_codes,
@@ -229,7 +228,11 @@ def _outcome(y, n_rows, family, owner):
     """The outcome as a Component (theta to be fitted), its labels and M-step aux."""
     family = check_choice(family, "family", tuple(FAMILIES), owner)
     fam = FAMILIES[family]
-    values = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y, dtype=object)
+    raw = y.to_numpy() if hasattr(y, "to_numpy") else y
+    values = _numeric(raw)
+    numeric = values is not None
+    if not numeric:
+        values = np.asarray(raw, dtype=object)
     if values.ndim != 1 or values.shape[0] != n_rows:
         raise ValueError(
             f"The 'y' parameter of {owner} must hold one value per row of 'data' "
@@ -244,10 +247,12 @@ def _outcome(y, n_rows, family, owner):
         )
     labels = None
     if family == "categorical":
-        labels, codes = np.unique(
-            values[~missing].astype(str) if _mixed(values[~missing]) else values[~missing],
-            return_inverse=True,
-        )
+        present = values[~missing]
+        if not numeric and _mixed(present):
+            present = present.astype(str)
+        labels, codes = np.unique(present, return_inverse=True)
+        if numeric:  # Python numbers, as an object array holds them
+            labels = labels.astype(object)
         y_num = np.zeros(n_rows)
         y_num[~missing] = codes
         aux = float(labels.size)
@@ -259,7 +264,11 @@ def _outcome(y, n_rows, family, owner):
             )
     else:
         try:
-            y_num = np.where(missing, np.nan, values).astype(float)
+            y_num = (
+                values.astype(float)
+                if numeric
+                else np.where(missing, np.nan, values).astype(float)
+            )
         except (TypeError, ValueError) as err:
             raise ValueError(
                 f"The 'y' parameter of {owner} must be numeric for family {family!r}; "
@@ -287,6 +296,18 @@ def _outcome(y, n_rows, family, owner):
         y_num = np.where(missing, 0.0, y_num)
     comp = Component(fam, y_num, ~missing, np.empty((0, 0)))
     return comp, labels, aux
+
+
+def _numeric(raw):
+    """``raw`` itself if it is an array of numbers (NaN for missing), else None.
+
+    Such an array is checked and coded as its object copy would be, without visiting
+    the values one by one; anything else (a list, labels, objects) takes the object
+    path.
+    """
+    if isinstance(raw, np.ndarray) and raw.dtype.kind in "biuf":
+        return raw
+    return None
 
 
 def _mixed(values) -> bool:
@@ -317,12 +338,18 @@ def classification_error(posterior) -> tuple[np.ndarray, np.ndarray]:
     >>> modal.tolist(), d.round(4).tolist()
     ([0, 1], [[0.8182, 0.1818], [0.1111, 0.8889]])
     """
-    post = np.asarray(posterior, dtype=float)
+    modal, _, d = _modal_assignment(np.asarray(posterior, dtype=float))
+    return modal, d
+
+
+def _modal_assignment(post):
+    """:func:`classification_error` with the one-hot (S, T) matrix of the modal classes."""
     modal = np.argmax(post, axis=1)
-    onehot = np.eye(post.shape[1])[modal]
+    onehot = np.zeros(post.shape)
+    onehot[np.arange(post.shape[0]), modal] = 1.0
     total = post.sum(axis=0)
     d = (post.T @ onehot) / np.where(total > 0, total, 1.0)[:, None]
-    return modal, d
+    return modal, onehot, d
 
 
 def _bch_inverse(d, owner):
@@ -579,20 +606,38 @@ def _wald(estimate, cov, contrast):
         return np.nan, 0, np.nan
     stat = float(c_est @ np.linalg.pinv(c_cov) @ c_est)
     df = int(np.linalg.matrix_rank(c_cov))
-    p = float(scipy.stats.chi2.sf(stat, df)) if df > 0 else np.nan
-    return stat, df, p
+    return stat, df, _chi2_sf(stat, df) if df > 0 else np.nan
 
 
-def _wald_table(estimate, cov, groups, n_cls, layout):
+def _chi2_sf(stat, df):
+    """``scipy.stats.chi2.sf(stat, df)`` of one statistic, as a float.
+
+    Inside the support the distribution's survival function is ``chdtrc``; at or
+    below 0 it is 1 (NaN stays NaN).
+    """
+    if stat <= 0.0:
+        return 1.0
+    return float(chdtrc(df, stat))
+
+
+def _wald_table(estimate, cov, groups, n_cls, layout, overall=None):
     """Overall and pairwise Wald tests, one row per (group, test).
 
     ``groups``: (name, list of parameter indices within a class); ``layout(t, j)``
     the flat index of parameter ``j`` of class ``t``; ``None`` for a fixed 0 (the
-    reference class of a logit).
+    reference class of a logit). ``overall(g)``, if given, is the contrast of the
+    overall test of group ``g`` (by default: every class equal to the last).
     """
     rows = []
     size = estimate.size
-    for name, params in groups:
+    pairs = list(itertools.combinations(range(n_cls), 2))
+    # a non-finite entry (no standard errors) reaches every contrast's covariance
+    # (0 * NaN is NaN), so that _wald finds no test for any of them
+    if not np.isfinite(cov).all():
+        tests = ["overall"] + [f"{s} vs {t}" for s, t in pairs]
+        rows = [(name, test, np.nan, 0, np.nan) for name, _ in groups for test in tests]
+        groups = []
+    for g, (name, params) in enumerate(groups):
 
         def diff(s, t, params=params):
             c = np.zeros((len(params), size))
@@ -603,9 +648,12 @@ def _wald_table(estimate, cov, groups, n_cls, layout):
                     c[r, layout(t, j)] -= 1.0
             return c
 
-        overall = np.concatenate([diff(t, n_cls - 1) for t in range(n_cls - 1)])
-        rows.append((name, "overall", *_wald(estimate, cov, overall)))
-        for s, t in itertools.combinations(range(n_cls), 2):
+        if overall is None:
+            first = np.concatenate([diff(t, n_cls - 1) for t in range(n_cls - 1)])
+        else:
+            first = overall(g)
+        rows.append((name, "overall", *_wald(estimate, cov, first)))
+        for s, t in pairs:
             rows.append((name, f"{s} vs {t}", *_wald(estimate, cov, diff(s, t))))
     columns = pd.Index(["parameter", "test", "statistic", "df", "p_value"], dtype=object)
     return pd.DataFrame(rows, columns=columns)
@@ -694,15 +742,20 @@ def _structural(
 
     log_x = class_log_joint(codes, np.ones(n_cls), factors)  # log Pr(x_i | t)
     post = posterior_from_log_joint(log_x + np.log(np.maximum(weights, 1e-300)), weights)
-    modal, dmat = classification_error(post)
+    modal, onehot, dmat = _modal_assignment(post)
     keep = np.ones(codes.shape[0], bool)
     for comp in components:
         keep &= comp.observed
     if correction == "one-step":
         keep[:] = True
-    comps = [c._replace(y=c.y[keep], observed=c.observed[keep]) for c in components]
-    dsg = None if design is None else design[keep]
-    onehot = np.eye(n_cls)[modal[keep]]
+    # (the design row-major, as a selection of its rows would be: the products with
+    # it then round as they always did)
+    dsg = None if design is None else np.ascontiguousarray(design)
+    comps, log_kept = list(components), log_x
+    if not keep.all():  # the rows with an observed outcome
+        comps = [c._replace(y=c.y[keep], observed=c.observed[keep]) for c in comps]
+        dsg = None if design is None else design[keep]
+        modal, onehot, log_kept = modal[keep], onehot[keep], log_x[keep]
     diag = {"classification_error": dmat, "n_rows": int(keep.sum())}
 
     if correction in ("none", "bch"):
@@ -727,9 +780,7 @@ def _structural(
         c.family.mstep(c.y, c.observed, onehot, a) for c, a in zip(comps, aux)
     )
     fixed_log = (
-        np.log(np.maximum(dmat.T[modal[keep]], 1e-300))
-        if correction == "ml"
-        else log_x[keep]
+        np.log(np.maximum(dmat.T[modal], 1e-300)) if correction == "ml" else log_kept
     )
     free_weights = not fix_weights
     beta = None
@@ -1115,17 +1166,14 @@ def class_predictors(
     def layout(t, j, n_cls=n_cls):
         return None if t == 0 else j * n_cls + t
 
-    groups = [(name, [d]) for d, name in enumerate(names)]
-    wald = _wald_table(beta.ravel(), full_cov, groups, n_cls, layout)
-    # the overall test of a covariate is "all its coefficients 0": against class 0
-    for d, name in enumerate(names):
+    def all_zero(d):  # the overall test of a covariate: all its coefficients 0
         c = np.zeros((n_cls - 1, beta.size))
         for t in range(1, n_cls):
             c[t - 1, d * n_cls + t] = 1.0
-        wald.loc[
-            (wald["parameter"] == name) & (wald["test"] == "overall"),
-            ["statistic", "df", "p_value"],
-        ] = _wald(beta.ravel(), full_cov, c)
+        return c
+
+    groups = [(name, [d]) for d, name in enumerate(names)]
+    wald = _wald_table(beta.ravel(), full_cov, groups, n_cls, layout, overall=all_zero)
     cls = pd.RangeIndex(n_cls, name="class")
     index = pd.Index(names, name="covariate")
     prior = np.exp(class_log_prior(design, beta))

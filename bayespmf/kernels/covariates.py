@@ -68,7 +68,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from bayespmf.kernels.em import COUNT_FLOOR, normalize_blocks
-from bayespmf.pmf import offsets_of, one_hot_design
+from bayespmf.pmf import offsets_of, one_hot_design, row_max, row_sum
 
 __all__ = [
     "MAX_HALVINGS",
@@ -203,9 +203,9 @@ def class_log_prior(design, beta) -> np.ndarray:
     array([[0.25, 0.75]])
     """
     eta = np.asarray(design, dtype=np.float64) @ np.asarray(beta, dtype=np.float64)
-    m = eta.max(axis=1, keepdims=True)
+    m = row_max(eta)[:, None]
     m[~np.isfinite(m)] = 0.0
-    return eta - (m + np.log(np.exp(eta - m).sum(axis=1, keepdims=True)))
+    return eta - (m + np.log(row_sum(np.exp(eta - m))[:, None]))
 
 
 def covariate_log_joint(data: CovariateData, beta, factors_stacked) -> np.ndarray:
@@ -310,7 +310,8 @@ def mlogit_newton(
     n_free = n_dim * (n_cls - 1)
     if n_free == 0:
         return beta, 0
-    n_row = r.sum(axis=1)
+    n_row = row_sum(r)
+    root_n = np.sqrt(n_row)[:, None]
     q, log_p = _mlogit_q(lambda b: class_log_prior(z, b), beta, r, ridge)
     steps = 0
     for _ in range(int(max_steps)):
@@ -320,7 +321,10 @@ def mlogit_newton(
         # -H[(d,f),(e,g)] = sum_s z_sd z_se n_s pi_sf (delta_fg - pi_sg), as BLAS
         # products: U[s, (d, f)] = sqrt(n_s) pi_sf z_sd gives the outer part U'U
         pf = p[:, 1:] * n_row[:, None]  # (S, F-1): n_s pi_sf
-        u = z[:, :, None] * (p[:, 1:] * np.sqrt(n_row)[:, None])[:, None, :]
+        scaled = p[:, 1:] * root_n
+        u = np.empty((z.shape[0], n_dim, n_cls - 1))
+        for f in range(n_cls - 1):  # one product per entry, a class at a time
+            u[:, :, f] = z * scaled[:, f : f + 1]
         u = u.reshape(z.shape[0], n_free)
         neg_h = -(u.T @ u).reshape(n_dim, n_cls - 1, n_dim, n_cls - 1)
         for f in range(n_cls - 1):

@@ -29,6 +29,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from bayespmf.kernels.covariates import class_log_prior, mlogit_newton
+from bayespmf.pmf import row_max, row_sum
 
 __all__ = [
     "BOUNDARY",
@@ -87,8 +88,16 @@ class Component(NamedTuple):
 # --------------------------------------------------------------------- families
 
 
-def _wsum(w, obs):
-    return np.where(obs[:, None], w, 0.0).sum(axis=0)
+def _observed(obs, y):
+    """``y`` with 0 at the missing rows (``y`` itself when every row is observed)."""
+    return y if obs.all() else np.where(obs, y, 0.0)
+
+
+def _masked(obs, values):
+    """``values`` (rows first) with 0 at the missing rows (itself when none is)."""
+    if obs.all():
+        return values
+    return np.where(obs.reshape(obs.shape + (1,) * (values.ndim - 1)), values, 0.0)
 
 
 def _identity_map(theta):
@@ -97,25 +106,26 @@ def _identity_map(theta):
 
 
 def _gaussian_mstep(y, obs, w, floor):
-    y0 = np.where(obs, y, 0.0)
-    total = _wsum(w, obs)
-    mean = (w * y0[:, None] * obs[:, None]).sum(axis=0) / total
-    var = (w * obs[:, None] * (y0[:, None] - mean) ** 2).sum(axis=0) / total
+    y0 = _observed(obs, y)[:, None]
+    w = _masked(obs, w)
+    total = w.sum(axis=0)
+    mean = (w * y0).sum(axis=0) / total
+    var = (w * (y0 - mean) ** 2).sum(axis=0) / total
     return np.stack([mean, np.maximum(var, floor)], axis=1)
 
 
 def _gaussian_logpdf(y, obs, theta):
     mean, var = theta[:, 0], theta[:, 1]
-    y0 = np.where(obs, y, 0.0)[:, None]
+    y0 = _observed(obs, y)[:, None]
     out = -0.5 * (np.log(2 * np.pi * var) + (y0 - mean) ** 2 / var)
-    return np.where(obs[:, None], out, 0.0)
+    return _masked(obs, out)
 
 
 def _gaussian_score(y, obs, theta):
     mean, var = theta[:, 0], theta[:, 1]
-    dev = np.where(obs, y, 0.0)[:, None] - mean
+    dev = _observed(obs, y)[:, None] - mean
     s = np.stack([dev / var, -0.5 / var + 0.5 * dev**2 / var**2], axis=2)
-    return np.where(obs[:, None, None], s, 0.0)
+    return _masked(obs, s)
 
 
 def _gaussian_scale(theta):
@@ -123,35 +133,35 @@ def _gaussian_scale(theta):
 
 
 def _rate_mstep(y, obs, w, floor, low, high):
-    y0 = np.where(obs, y, 0.0)
-    p = (w * (y0 * obs)[:, None]).sum(axis=0) / _wsum(w, obs)
+    w = _masked(obs, w)
+    p = (w * _observed(obs, y)[:, None]).sum(axis=0) / w.sum(axis=0)
     return np.clip(p, low, high)[:, None]
 
 
 def _poisson_logpdf(y, obs, theta):
-    y0 = np.where(obs, y, 0.0)[:, None]
+    y0 = _observed(obs, y)[:, None]
     lam = theta[:, 0]
     out = y0 * np.log(lam) - lam - gammaln(y0 + 1.0)
-    return np.where(obs[:, None], out, 0.0)
+    return _masked(obs, out)
 
 
 def _poisson_score(y, obs, theta):
-    s = np.where(obs, y, 0.0)[:, None] / theta[:, 0] - 1.0
-    return np.where(obs[:, None], s, 0.0)[:, :, None]
+    s = _observed(obs, y)[:, None] / theta[:, 0] - 1.0
+    return _masked(obs, s)[:, :, None]
 
 
 def _bernoulli_logpdf(y, obs, theta):
-    y0 = np.where(obs, y, 0.0)[:, None]
+    y0 = _observed(obs, y)[:, None]
     p = theta[:, 0]
     out = y0 * np.log(p) + (1.0 - y0) * np.log1p(-p)
-    return np.where(obs[:, None], out, 0.0)
+    return _masked(obs, out)
 
 
 def _bernoulli_score(y, obs, theta):
-    y0 = np.where(obs, y, 0.0)[:, None]
+    y0 = _observed(obs, y)[:, None]
     p = theta[:, 0]
     s = y0 / p - (1.0 - y0) / (1.0 - p)
-    return np.where(obs[:, None], s, 0.0)[:, :, None]
+    return _masked(obs, s)[:, :, None]
 
 
 def _bernoulli_map(theta):
@@ -166,9 +176,9 @@ def _prob_scale(theta):
 
 def _categorical_mstep(y, obs, w, floor):
     n_cat = int(floor)
-    counts = np.zeros((w.shape[1], n_cat))
-    for k in range(n_cat):
-        counts[:, k] = np.where((obs & (y == k))[:, None], w, 0.0).sum(axis=0)
+    # every category's weights, per class, added up in row order by bincount
+    codes = y[obs].astype(np.intp)
+    counts = np.stack([np.bincount(codes, weights=wt[obs], minlength=n_cat) for wt in w.T])
     # BCH weights can be negative: a negative count is clipped to 0 (the estimate is
     # then at the boundary), a class with no positive mass keeps a uniform PMF
     counts = np.maximum(counts, 0.0)
@@ -177,20 +187,21 @@ def _categorical_mstep(y, obs, w, floor):
 
 
 def _categorical_logpdf(y, obs, theta):
-    codes = np.where(obs, y, 0).astype(np.intp)
+    codes = _observed(obs, y).astype(np.intp)
     with np.errstate(divide="ignore"):
-        out = np.log(theta.T[codes])
-    return np.where(obs[:, None], out, 0.0)
+        out = np.log(theta.T.take(codes, axis=0))
+    return _masked(obs, out)
 
 
 def _categorical_score(y, obs, theta):
-    codes = np.where(obs, y, 0).astype(np.intp)
+    codes = _observed(obs, y).astype(np.intp)
     n_rows = codes.size
     s = np.zeros((n_rows, theta.shape[0], theta.shape[1]))
+    picked = theta.T.take(codes, axis=0)
     with np.errstate(divide="ignore"):
-        inv = np.where(theta.T[codes] > 0, 1.0 / theta.T[codes], 0.0)
+        inv = np.where(picked > 0, 1.0 / picked, 0.0)
     s[np.arange(n_rows), :, codes] = inv
-    return np.where(obs[:, None, None], s, 0.0)
+    return _masked(obs, s)
 
 
 def _simplex_map(theta):
@@ -333,10 +344,10 @@ def structural_em_step(
     family's weighted M-step).
     """
     lj = log_joint(state, components, fixed_log, design)
-    top = lj.max(axis=1, keepdims=True)
+    top = row_max(lj)[:, None]
     top = np.where(np.isfinite(top), top, 0.0)
     resp = np.exp(lj - top)
-    total = resp.sum(axis=1, keepdims=True)
+    total = row_sum(resp)[:, None]
     norm = top + np.log(total)
     resp /= total
     weights, beta = state.weights, state.beta

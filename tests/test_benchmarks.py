@@ -169,7 +169,13 @@ def run_script(path: Path, args: list[str], monkeypatch) -> tuple[int, str]:
     return status, out.getvalue()
 
 
-@pytest.mark.parametrize("script", sorted(QUICK_RUNS))
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(s, marks=pytest.mark.jax) if QUICK_RUNS[s][1] == "jax" else s
+        for s in sorted(QUICK_RUNS)
+    ],
+)
 def test_quick_run_prints_its_table(script, monkeypatch, tmp_path):
     extra, needs, expected = QUICK_RUNS[script]
     if needs is not None:

@@ -350,6 +350,7 @@ def test_row13_rank1_pivot_transform_has_no_free_weight():
 
 
 @pytest.mark.slow
+@pytest.mark.jax
 def test_row13_rank1_samples_with_numpyro():
     pytest.importorskip("numpyro")
     from bayespmf.models import sample

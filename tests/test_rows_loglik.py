@@ -170,7 +170,10 @@ def test_responsibilities_are_not_differentiable(case):
         "NUMBA",
         pytest.param(
             "JAX",
-            marks=pytest.mark.skipif(not installed("jax"), reason="jax not installed"),
+            marks=[
+                pytest.mark.jax,
+                pytest.mark.skipif(not installed("jax"), reason="jax not installed"),
+            ],
         ),
     ],
 )

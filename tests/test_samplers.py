@@ -1,6 +1,8 @@
 """Every NUTS backend starts each chain where it is told to, and its draws are aligned."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,7 +13,12 @@ from bayespmf.models import initvals, latent_class_model, sample
 from bayespmf.models._sampling import run_sampler
 from bayespmf.models.latent_class import factor_var_name
 
-BACKENDS = ["pymc", "nutpie", "numpyro", "blackjax"]
+BACKENDS = [
+    "pymc",
+    "nutpie",
+    pytest.param("numpyro", marks=pytest.mark.jax),
+    pytest.param("blackjax", marks=pytest.mark.jax),
+]
 
 
 @pytest.fixture(scope="module")
@@ -143,9 +150,15 @@ def test_jax_chains_get_one_cpu_device_each_only_before_jax_starts(monkeypatch):
     from bayespmf.models import _sampling
     from bayespmf.models._sampling import _cpu_devices_for_chains
 
-    monkeypatch.delitem(sys.modules, "jax._src", raising=False)
-    # ArviZ 1 leaves a lazy placeholder named "jax" without importing JAX: not JAX
-    monkeypatch.setitem(sys.modules, "jax", object())
+    class Bridge:  # jax._src.xla_bridge, backends started or not
+        started = False
+
+        @classmethod
+        def backends_are_initialized(cls):
+            return cls.started
+
+    # JAX imported (by SciPy through ArviZ's placeholder, say) but not started
+    monkeypatch.setitem(sys.modules, "jax._src.xla_bridge", Bridge)
     # a jaxlib outside the range that takes the classic-runtime flag: no such flag
     monkeypatch.setattr(_sampling, "_jaxlib_version", lambda: (0, 13, 0))
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_foo=1")
@@ -166,11 +179,51 @@ def test_jax_chains_get_one_cpu_device_each_only_before_jax_starts(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_thunk_runtime=true")
     assert _cpu_devices_for_chains(2)
     assert "runtime=false" not in os.environ["XLA_FLAGS"]
-    # once JAX is imported, XLA has (or will have) read its flags: nothing changes
+    # once JAX has started its backend, XLA has read its flags: nothing changes
     monkeypatch.setenv("XLA_FLAGS", "")
-    monkeypatch.setitem(sys.modules, "jax._src", object())
+    Bridge.started = True
     assert not _cpu_devices_for_chains(2)
     assert os.environ["XLA_FLAGS"] == ""
+    monkeypatch.undo()  # the stand-in bridge leaves before the test ends
+
+
+JAX_IMPORTED_NOT_STARTED = """
+import sys
+import numpy as np
+import scipy.special
+import arviz  # noqa: F401  (its lazy placeholder module named jax)
+from bayespmf.models import _sampling
+scipy.special.logsumexp(np.zeros((2, 2)), axis=1)  # looks up jax.Array in it
+imported = "jax._src" in sys.modules
+print(imported, _sampling._jax_started(), end=" ")
+if imported:
+    import jax
+    jax.devices()
+    print(_sampling._jax_started())
+"""
+
+
+def test_jax_imported_by_scipy_is_not_a_started_jax():
+    """SciPy's array-API checks import JAX through ArviZ's placeholder module; until
+    JAX starts a backend, forking is safe and the XLA flags can still be set."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        distribution("jax")  # not importorskip: that would import JAX here
+    except PackageNotFoundError:
+        pytest.skip("jax not installed")
+    proc = subprocess.run(
+        [sys.executable, "-c", JAX_IMPORTED_NOT_STARTED],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout.split()
+    if out[0] == "True":  # this SciPy and ArviZ import JAX: not started until asked
+        assert out[1:] == ["False", "True"], proc.stdout
+    else:
+        assert out == ["False", "False"], proc.stdout
 
 
 def test_missing_sampler_package_is_named_without_importing_it(monkeypatch):
@@ -195,6 +248,7 @@ def test_missing_sampler_package_is_named_without_importing_it(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.jax
 def test_numpyro_samples_a_simplex_nest():
     # the simplex nest is sampled as built: PyMC's JAX driver turns its mutable dims
     # into constants, so JAX gets static shapes without freezing the model first

@@ -423,10 +423,10 @@ def run_sampler(
                 if initvals is not None:
                     sample_kwargs.setdefault("init", "adapt_diag")
             if method == "gibbs" or nuts_sampler == "pymc":
-                if _jax_imported() and sample_kwargs["cores"] > 1:
+                if _jax_started() and sample_kwargs["cores"] > 1:
                     # JAX's threads do not survive os.fork() (it warns of deadlocks):
-                    # once a JAX backend has run in this process, start PyMC's chain
-                    # processes fresh instead of forking this one
+                    # once a JAX backend has started in this process, start PyMC's
+                    # chain processes fresh instead of forking this one
                     sample_kwargs.setdefault("mp_ctx", "forkserver")
                 idata = pm.sample(
                     **common, compute_convergence_checks=False, **sample_kwargs
@@ -535,17 +535,26 @@ def _sample_nutpie(
     return tree
 
 
-def _jax_imported() -> bool:
-    """Whether JAX itself has been imported in this process.
+def _jax_started() -> bool:
+    """Whether JAX has started its runtime (its XLA backends) in this process.
 
-    Not ``"jax" in sys.modules``: ArviZ 1 (``arviz_base.io_numpyro``) puts a lazy
-    placeholder module of that name there on import, without importing JAX, so that
-    test said "imported" in every process that imported ArviZ, which sent PyMC's
-    chains to a slower forkserver and numpyro's chains to vectorized lockstep
-    (:ref:`bench-jax`).
-    JAX's own package ``jax._src`` is there only once JAX really was imported.
+    Until then JAX holds no threads, so forking the process is safe, and XLA has not
+    read ``XLA_FLAGS`` yet. Importing JAX is not enough to tell: ArviZ 1
+    (``arviz_base.io_numpyro``) puts a lazy placeholder module named ``jax`` in
+    ``sys.modules``, and SciPy's array-API checks (``scipy.special.logsumexp``, among
+    others) look up ``jax.Array`` in it, which imports JAX in any process that
+    imported ArviZ, without starting a backend. Taking that import for a running
+    JAX sent PyMC's chains to a slower forkserver and numpyro's chains to vectorized
+    lockstep (:ref:`bench-jax`). JAX starts its backends, and installs its at-fork
+    warning, in ``jax._src.xla_bridge.backends()``.
     """
-    return "jax._src" in sys.modules
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    if bridge is None:
+        return False
+    started = getattr(bridge, "backends_are_initialized", None)
+    if started is None:  # a JAX without the function: assume it may run
+        return True
+    return bool(started())
 
 
 #: The jaxlib releases in which XLA:CPU still takes ``--xla_cpu_use_thunk_runtime``
@@ -586,11 +595,11 @@ def _cpu_devices_for_chains(n_devices: int) -> bool:
       choose.
 
     XLA reads its flags once, when JAX starts its backend, so they are set only when
-    JAX has not been imported yet, each one only if ``XLA_FLAGS`` does not name it
+    JAX has not started it yet, each one only if ``XLA_FLAGS`` does not name it
     already. Returns whether the device count was set.
     """
     flags = os.environ.get("XLA_FLAGS", "")
-    if _jax_imported():
+    if _jax_started():
         return False
     extra = []
     set_count = "xla_force_host_platform_device_count" not in flags

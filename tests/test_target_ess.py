@@ -43,6 +43,10 @@ def test_the_target_is_reached_in_several_batches(reached):
     assert batches[0] == OPTS["draws"] and len(batches) > 1
     assert post.sizes["draw"] == sum(batches) > OPTS["draws"]
     assert len(attrs["target_batch_seconds"]) == len(batches)
+    assert len(attrs["target_check_seconds"]) == len(batches)
+    assert all(
+        c <= b for c, b in zip(attrs["target_check_seconds"], attrs["target_batch_seconds"])
+    )
     assert attrs["total_time"] >= attrs["sampling_time"] > 0
     assert attrs["tuning_steps"] == OPTS["tune"]
     # every group holds every batch's draws
@@ -259,3 +263,75 @@ def test_rhat_ess_bulk_is_arviz_entry_by_entry():
                 want_e = float(az.ess(x[:, :, i], method="bulk"))
             np.testing.assert_allclose(rhat[i], want_r, rtol=1e-10, equal_nan=True)
             np.testing.assert_allclose(ess[i], want_e, rtol=1e-10, equal_nan=True)
+
+
+def test_the_returned_result_judges_the_target(monkeypatch):
+    """A check met on the draws aligned batch by batch is judged again on the result.
+
+    Stand-ins for the sampler and the alignment: the check (draws aligned batch by
+    batch) says "reached" from 200 draws on, the finished result only from 400 on, so
+    the batches go on after the first such check; the batch lengths follow the rule
+    (as many as so far where the r-hat is reached but the ESS is far short).
+    """
+    from bayespmf.models import _target
+
+    finished, judged = [], []
+
+    def run(*, draws, tune, initvals, random_seed):
+        x = np.random.default_rng(random_seed).normal(size=(2, draws))
+        coords = {"chain": [0, 1], "draw": np.arange(draws)}
+        post = xr.Dataset({"w": (("chain", "draw"), x)}, coords=coords)
+        return xr.DataTree.from_dict({"posterior": post})
+
+    def finish(raw):
+        finished.append(raw.posterior.sizes["draw"])
+        return raw.copy()
+
+    def stats(post, watch=None):  # right after a finish: the result's statistics
+        enough = 400 if len(finished) > len(judged) else 200
+        judged[:] = finished
+        ess = 1000.0 if post.sizes["draw"] >= enough else 10.0
+        return np.array([0]), np.array([1.0]), np.array([ess])
+
+    monkeypatch.setattr(_target, "entry_stats", stats)
+    spec = _target.TargetSpec(500.0, 1.01, None)
+    out = _target.sample_to_target(
+        run,
+        finish,
+        lambda raw, aligned: raw["posterior"].to_dataset(),
+        ["w"],
+        spec=spec,
+        draws=100,
+        tune=0,
+        initvals=None,
+        random_seed=0,
+        started=0.0,
+        owner="sample",
+    )
+    attrs = out.posterior.attrs
+    assert attrs["target_batches"] == [100, 100, 200] and attrs["target_reached"] == 1
+    assert finished == [100, 200, 400]  # the first batch, then each check met
+    assert out.posterior.sizes["draw"] == 400
+
+
+def test_a_check_computes_the_entries_near_the_target(monkeypatch):
+    """Between batches only the entries near or short of the target are computed."""
+    from bayespmf.models import _target
+
+    rng = np.random.default_rng(0)
+    phi = np.array([0.0, 0.5, 0.9, 0.97, 0.0, 0.8])  # slower mixing, smaller ESS
+    x = rng.normal(size=(2, 400, 6))
+    for t in range(1, 400):
+        x[:, t] += phi * x[:, t - 1]
+    idata = az.from_dict({"posterior": {"a": x[:, :, :4], "b": x[:, :, 4:]}})
+    entries, rhat, ess = _target.entry_stats(idata)
+    assert entries.tolist() == list(range(6))
+    some = _target.entry_stats(idata, watch=np.array([1, 4]))
+    assert some[0].tolist() == [1, 4]
+    np.testing.assert_array_equal(some[1], rhat[[1, 4]])
+    np.testing.assert_array_equal(some[2], ess[[1, 4]])
+    monkeypatch.setattr(_target, "WATCH_MIN", 1)
+    spec = _target.TargetSpec(float(np.sort(ess)[2]), 10.0, None)
+    watch = _target._watch(entries, rhat, ess, spec)
+    assert watch.tolist() == sorted(np.flatnonzero(ess < 2 * spec.ess).tolist())
+    assert 3 in watch and 0 not in watch

@@ -85,6 +85,11 @@ class Family(NamedTuple):
         The ``simplex_transform`` options (empty: the family has none).
     loglik_rows : callable ``idata -> idata`` or None
         Turns PyMC's per-entry log-likelihood into one value per row.
+    align_more : callable ``(raw, aligned) -> Dataset`` or None
+        The draws of ``raw`` (a DataTree as the sampler returns it) aligned to the
+        posterior mean of ``aligned`` (a posterior Dataset as ``finish`` returns it),
+        in one pass: what sampling to a target (``target_ess``) aligns each further
+        batch with between batches. None: the family cannot sample to a target.
     pymc_init_on_none : bool
         ``init=None`` leaves the chains' starts to PyMC (no point estimate, nothing to
         jitter); otherwise it fits ``estimate``.
@@ -106,6 +111,7 @@ class Family(NamedTuple):
     simplex_transforms: tuple[str, ...] = ()
     loglik_rows: Callable[[Any], Any] | None = None
     pymc_init_on_none: bool = False
+    align_more: Callable[..., Any] | None = None
 
 
 def sample_family(
@@ -322,9 +328,15 @@ def _sample_to_target(
     def finish(raw):
         return family.finish(raw, model, point, starts, align, random_seed)
 
+    def align_more(raw, aligned):
+        if not align:
+            return raw["posterior"].to_dataset()
+        return family.align_more(raw, aligned)
+
     return sample_to_target(
         run,
         finish,
+        align_more,
         [rv.name for rv in sampled.free_RVs],
         spec=target,
         draws=draws,

@@ -30,6 +30,7 @@ __all__ = [
     "ESS_MARGIN",
     "TargetSpec",
     "check_sample_target",
+    "entry_stats",
     "sample_to_target",
     "target_stats",
 ]
@@ -44,6 +45,13 @@ ESS_MARGIN = 1.1
 #: The shortest further batch, as a share of the draws so far: shorter ones move the
 #: ESS too little to pay for the sampler's start.
 MIN_BATCH_SHARE = 0.125
+
+#: A check between batches computes the r-hat and ESS of the entries within this
+#: factor of the target (:func:`_watch`); every entry is computed where they meet it.
+WATCH_MARGIN = 2.0
+
+#: ... and at least this many entries, those of smallest ESS.
+WATCH_MIN = 16
 
 _NUTS_WHY = (
     "PyMC 6 cannot continue a NUTS chain: pm.sample resets a NUTS step's step size and "
@@ -163,14 +171,52 @@ def _above(value, name: str, low: float, owner: str, what: str) -> float:
         ) from None
 
 
-def target_stats(idata) -> tuple[float, float]:
-    """``(worst r-hat, smallest bulk ESS)`` over every entry of ``idata.posterior``.
+def entry_stats(idata, watch=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(entries, r-hat, bulk ESS)`` of a posterior's entries, one value per entry.
 
-    The ``r_hat_max`` and ``ess_bulk_min`` of
+    ``idata`` is a DataTree (its ``posterior`` group) or a posterior Dataset; its
+    entries are numbered through its variables in order, each flattened. ``watch``
+    (entry numbers, ascending) computes those only. Entries whose draws are all
+    equal (the weight of a one-class model) carry no uncertainty and are left out of
+    ``entries``. The values are those of
+    :func:`~bayespmf.models.convergence_summary` (see
+    :func:`~bayespmf.models.diagnostics.rhat_ess_bulk`); NaN where too few draws.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> x = np.random.default_rng(0).normal(size=(2, 200, 3))
+    >>> idata = az.from_dict({"posterior": {"w": x, "c": np.ones((2, 200))}})
+    >>> entries, rhat, ess = entry_stats(idata)
+    >>> entries.tolist(), bool(rhat.max() < 1.05 and ess.min() > 200)
+    ([0, 1, 2], True)
+    >>> entry_stats(idata, watch=np.array([1]))[0].tolist()
+    [1]
+    """
+    post = idata if isinstance(idata, xr.Dataset) else idata["posterior"].to_dataset()
+    chains, draws = post.sizes["chain"], post.sizes["draw"]
+    blocks = [
+        post[v].transpose("chain", "draw", ...).values.reshape(chains, draws, -1)
+        for v in post.data_vars
+    ]
+    offsets = np.cumsum([0] + [b.shape[2] for b in blocks])
+    index = np.arange(offsets[-1]) if watch is None else np.asarray(watch, dtype=int)
+    owner = np.searchsorted(offsets, index, side="right") - 1
+    parts = [blocks[k][:, :, index[owner == k] - offsets[k]] for k in np.unique(owner)]
+    x = np.concatenate(parts, axis=2) if parts else np.zeros((chains, draws, 0))
+    moving = np.ptp(x, axis=(0, 1)) >= np.finfo(float).resolution
+    rhat, ess = rhat_ess_bulk(x[:, :, moving])
+    return index[moving], rhat, ess
+
+
+def target_stats(idata) -> tuple[float, float]:
+    """``(worst r-hat, smallest bulk ESS)`` over every entry of a posterior.
+
+    ``idata`` is a DataTree (its ``posterior`` group) or a posterior Dataset. The
+    ``r_hat_max`` and ``ess_bulk_min`` of
     :func:`~bayespmf.models.convergence_summary`'s table, worst over its variables,
-    computed at once (:func:`~bayespmf.models.diagnostics.rhat_ess_bulk`). Entries
-    whose draws are all equal (the weight of a one-class model) carry no uncertainty
-    and are left out. NaN where an entry has too few draws.
+    computed at once (:func:`entry_stats`; constant entries left out). NaN where an
+    entry has too few draws.
 
     Examples
     --------
@@ -181,18 +227,30 @@ def target_stats(idata) -> tuple[float, float]:
     >>> bool(r < 1.05 and e > 200)
     True
     """
-    post = idata["posterior"].to_dataset()
-    chains, draws = post.sizes["chain"], post.sizes["draw"]
-    parts = [
-        post[v].transpose("chain", "draw", ...).values.reshape(chains, draws, -1)
-        for v in post.data_vars
-    ]
-    x = np.concatenate(parts, axis=2) if parts else np.zeros((chains, draws, 0))
-    moving = np.ptp(x, axis=(0, 1)) >= np.finfo(float).resolution
-    if not moving.any():
+    return _worst(*entry_stats(idata)[1:])
+
+
+def _worst(rhat: np.ndarray, ess: np.ndarray) -> tuple[float, float]:
+    """The worst r-hat and smallest ESS (NaN if any is); ``(1, inf)`` of no entry."""
+    if not rhat.size:
         return 1.0, math.inf
-    rhat, ess = rhat_ess_bulk(x[:, :, moving])
     return float(np.max(rhat)), float(np.min(ess))
+
+
+def _watch(entries, rhat, ess, spec) -> np.ndarray:
+    """The entries a check between batches computes: those near or short of the target.
+
+    An entry with an ESS below :data:`WATCH_MARGIN` times the target, or an r-hat
+    above ``1 + (target_rhat - 1) / WATCH_MARGIN`` (or NaN), and at least the
+    :data:`WATCH_MIN` of smallest ESS; the others were past the target with a margin.
+    """
+    with np.errstate(invalid="ignore"):
+        near = ~(ess >= WATCH_MARGIN * spec.ess) | ~(
+            rhat <= 1 + (spec.rhat - 1) / WATCH_MARGIN
+        )
+    worst = np.argsort(np.where(np.isnan(ess), -np.inf, ess))[:WATCH_MIN]
+    near[worst] = True
+    return entries[near]
 
 
 def batch_seed(entropy, batch: int) -> int:
@@ -243,14 +301,20 @@ def _last_draws(raw, names: list[str]) -> list[dict]:
     ]
 
 
-def _next_length(total: int, first: int, rhat: float, ess: float, spec) -> int:
+def _append(aligned, more):
+    """Two posterior Datasets joined along ``draw`` (renumbered), ``aligned``'s attrs."""
+    joined = xr.concat([aligned, more], dim="draw", combine_attrs="override")
+    return joined.assign_coords(draw=np.arange(joined.sizes["draw"]))
+
+
+def _next_length(total: int, rhat: float, ess: float, spec) -> int:
     """Draws of the next batch: as many as so far, fewer where the ESS says so.
 
     When the r-hat is reached and the ESS is short, the draws that the ESS per draw
     so far needs (with :data:`ESS_MARGIN`), at least :data:`MIN_BATCH_SHARE` of the
     draws so far, at most as many as so far.
     """
-    floor = max(1, math.ceil(MIN_BATCH_SHARE * total), min(first, total))
+    floor = max(1, math.ceil(MIN_BATCH_SHARE * total))
     if rhat <= spec.rhat and ess > 0 and math.isfinite(ess):
         need = math.ceil(total * ESS_MARGIN * spec.ess / ess) - total
         return int(min(total, max(floor, need)))
@@ -260,6 +324,7 @@ def _next_length(total: int, first: int, rhat: float, ess: float, spec) -> int:
 def sample_to_target(
     run: Callable,
     finish: Callable,
+    align_more: Callable,
     free_names: list[str],
     *,
     spec: TargetSpec,
@@ -272,6 +337,18 @@ def sample_to_target(
 ):
     """Batches of draws until ``spec`` is reached or its time is up: the finished result.
 
+    The first batch is finished (``finish``: aligned) as a plain run is; each further
+    one is aligned to the mean of the draws aligned so far (``align_more``) and
+    appended, and the check computes the r-hat and ESS of the entries that were near
+    or short of the target at the check before (:func:`_watch`; vectorized,
+    :func:`entry_stats`), so that a check costs one pass over the new draws and a few
+    entries' statistics. Where the check finds the target reached, and where the
+    time is up, every batch's draws are finished together as a plain run of that
+    length would be, and the target is judged on that result and every entry (the
+    attrs record its r-hat and ESS); where that misses the target (an entry left out
+    of the check fell back, or the alignment of every draw moved one), the batches go
+    on.
+
     Parameters
     ----------
     run : callable ``(draws, tune, initvals, random_seed) -> DataTree``
@@ -279,6 +356,8 @@ def sample_to_target(
     finish : callable ``DataTree -> DataTree``
         Turns the raw draws so far into the result (alignment, attrs, data groups);
         it must not change its argument's draws.
+    align_more : callable ``(DataTree, Dataset) -> Dataset``
+        A further batch's raw draws aligned to a posterior aligned so far.
     free_names : list of str
         The model's free variables: each chain's last draw of them starts its next
         batch.
@@ -299,9 +378,10 @@ def sample_to_target(
     xarray.DataTree
         ``finish`` of every batch's draws joined per chain, with the target's attrs.
     """
-    raw = result = None
+    raw = result = aligned = watch = None
     lengths: list[int] = []
     seconds: list[float] = []
+    checks: list[float] = []
     sampling = 0.0
     entropy = None
     seed = random_seed
@@ -310,16 +390,32 @@ def sample_to_target(
         t0 = time.perf_counter()
         batch = run(draws=n, tune=n_tune, initvals=initvals, random_seed=seed)
         sampling += float(batch.posterior.attrs.get("sampling_time", 0.0))
+        t1 = time.perf_counter()
         raw = batch if raw is None else _join(raw, batch)
         lengths.append(n)
-        result = finish(raw.copy())
-        rhat, ess = target_stats(result)
-        seconds.append(time.perf_counter() - t0)
+        if result is None and aligned is None:  # the first batch: as a plain run
+            result = finish(raw.copy())
+            aligned = result["posterior"].to_dataset()
+            stats = entry_stats(aligned)
+        else:  # aligned batch by batch; only the entries near the target computed
+            result = None
+            aligned = _append(aligned, align_more(batch, aligned))
+            stats = entry_stats(aligned, watch)
+        rhat, ess = _worst(*stats[1:])
         reached = rhat <= spec.rhat and ess >= spec.ess
+        if reached and result is None:  # judged on the result as returned, every entry
+            result = finish(raw.copy())
+            aligned = result["posterior"].to_dataset()
+            stats = entry_stats(aligned)
+            rhat, ess = _worst(*stats[1:])
+            reached = rhat <= spec.rhat and ess >= spec.ess
+        watch = _watch(*stats, spec)
+        seconds.append(time.perf_counter() - t0)
+        checks.append(time.perf_counter() - t1)
         if reached:
             break
         total = sum(lengths)
-        n = _next_length(total, draws, rhat, ess, spec)
+        n = _next_length(total, rhat, ess, spec)
         if spec.max_time is not None:
             left = spec.max_time - (time.perf_counter() - started)
             # the last batch's speed, its check included: what fits in the time left
@@ -332,6 +428,12 @@ def sample_to_target(
         seed = batch_seed(entropy, len(lengths))
         initvals = _last_draws(raw, free_names)
         n_tune = 0
+    if result is None:  # the time is up: every batch finished together
+        t1 = time.perf_counter()
+        result = finish(raw.copy())
+        rhat, ess = target_stats(result)
+        reached = rhat <= spec.rhat and ess >= spec.ess
+        checks[-1] += time.perf_counter() - t1
     elapsed = time.perf_counter() - started
     attrs = result["posterior"].attrs
     attrs["sampling_time"] = sampling
@@ -344,6 +446,7 @@ def sample_to_target(
     attrs["target_ess_bulk_min"] = ess
     attrs["target_batches"] = [int(v) for v in lengths]
     attrs["target_batch_seconds"] = [float(v) for v in seconds]
+    attrs["target_check_seconds"] = [float(v) for v in checks]
     attrs["total_time"] = elapsed
     if not reached:
         chains = result["posterior"].sizes["chain"]

@@ -111,22 +111,39 @@ def rhat_ess_bulk(draws) -> tuple[np.ndarray, np.ndarray]:
     n_chain, n_draw, n_entry = x.shape
     rhat = np.full(n_entry, np.nan)
     ess = np.full(n_entry, np.nan)
-    half = n_draw // 2
-    valid = ~np.isnan(x).any(axis=(0, 1))
-    if n_draw < 4 or n_entry == 0 or not valid.any():
+    if n_draw < 4 or n_entry == 0:
         return rhat, ess
-    # the split chains, entry first: (entry, 2 * chain, half)
-    split = np.concatenate([x[:, :half], x[:, n_draw - half :]], axis=0)
-    split = split.transpose(2, 0, 1)[valid]
+    # a block of entries at a time: its arrays stay small (in cache), whatever the draws
+    step = max(1, RANK_BLOCK // (n_chain * n_draw))
+    for first in range(0, n_entry, step):
+        part = slice(first, first + step)
+        block = np.moveaxis(x[:, :, part], 2, 0)  # (entry, chain, draw)
+        valid = ~np.isnan(block).any(axis=(1, 2))
+        if valid.any():
+            r, e = _rhat_ess_block(block[valid], n_chain)
+            rhat[part][valid], ess[part][valid] = r, e
+    return rhat, ess
+
+
+#: Draws (chains x draws x entries) that :func:`rhat_ess_bulk` ranks at once.
+RANK_BLOCK = 2**20
+
+
+def _rhat_ess_block(block: np.ndarray, n_chain: int):
+    """r-hat and bulk ESS of a block of entries (``block``: entry, chain, draw)."""
+    n_draw = block.shape[2]
+    half = n_draw // 2
+    # the split chains: (entry, 2 * chain, half)
+    split = np.concatenate([block[:, :, :half], block[:, :, n_draw - half :]], axis=1)
     z = _z_scale(split)
+    rhat = np.full(split.shape[0], np.nan)
     if n_chain >= 2:
         folded = np.abs(split - np.median(split, axis=(1, 2), keepdims=True))
         with np.errstate(divide="ignore", invalid="ignore"):
             bulk, tail = _split_rhat(z), _split_rhat(_z_scale(folded))
         # Python's max(bulk, tail), as ArviZ takes it (NaN as it falls)
-        rhat[valid] = np.where(tail > bulk, tail, bulk)
-    ess[valid] = _geyer_ess(z)
-    return rhat, ess
+        rhat = np.where(tail > bulk, tail, bulk)
+    return rhat, _geyer_ess(z)
 
 
 def _z_scale(a: np.ndarray) -> np.ndarray:
@@ -136,20 +153,21 @@ def _z_scale(a: np.ndarray) -> np.ndarray:
     flat = a.reshape(n_entry, size)
     order = np.argsort(flat, axis=1)
     ordered = np.take_along_axis(flat, order, axis=1)
-    # ties get the mean of their positions (1-based), as scipy's rankdata "average"
-    pos = np.arange(size)
-    differs = ordered[:, 1:] != ordered[:, :-1]
-    first = np.maximum.accumulate(
-        np.where(np.pad(differs, ((0, 0), (1, 0)), constant_values=True), pos, 0), axis=1
-    )
-    last = np.minimum.accumulate(
-        np.where(np.pad(differs, ((0, 0), (0, 1)), constant_values=True), pos, size)[
-            :, ::-1
-        ],
-        axis=1,
-    )[:, ::-1]
+    # twice the (1-based) rank of each sorted position; ties (rare) get the mean of
+    # their positions, as scipy's rankdata "average"
+    twice = np.broadcast_to(np.arange(2, 2 * size + 1, 2), flat.shape).copy()
+    row, pos = np.nonzero(ordered[:, 1:] == ordered[:, :-1])  # pos ties pos + 1
+    if row.size:
+        flat_pos = row * size + pos
+        starts = np.r_[True, flat_pos[1:] != flat_pos[:-1] + 1]  # a run of ties begins
+        ends = np.r_[starts[1:], True]
+        lo, hi = pos[starts], pos[ends] + 1  # each run covers positions lo..hi
+        length = hi - lo + 1
+        offset = np.arange(length.sum()) - np.repeat(np.cumsum(length) - length, length)
+        twice[np.repeat(row[starts], length), np.repeat(lo, length) + offset] = np.repeat(
+            lo + hi + 2, length
+        )
     # twice the rank is an integer: the normal quantiles of every rank looked up
-    twice = first + last + 2
     quantile = special.ndtri((np.arange(1, 2 * size + 1) / 2 - 3 / 8) / (size + 1 / 4))
     z = np.empty_like(flat)
     np.put_along_axis(z, order, quantile[twice - 1], axis=1)

@@ -12,6 +12,12 @@ Rows (``--rows``, default all four):
   bulk ESS >= 400 in <= 60 s on 2 cores, on every truth. ``--weak-init optima``
   starts the chains at the fit's distinct optima instead (``sample(init="optima")``),
   ``--weak-sweeps`` sets the sweeps per draw (one Gibbs run per value).
+  ``--weak-target-ess 400`` adds one run per truth that samples to a target instead of
+  a length: ``sample(model, method="gibbs", init=<the fit>, target_ess=400,
+  max_time=--weak-max-time, random_seed=<truth>, chains=2)`` with ``sample``'s default
+  ``draws`` and ``tune`` as its first batch; its ``s`` is the call's wall time (every
+  batch and check, the fit not included), its draws the total per chain, and a line
+  gives its batches and whether the target was reached.
 * ``scale``: S = 1e5 and 1e6 rows (N=20, I=10, F=5, half missing), 4 chains x
   (200 + 1000) Gibbs draws, ``log_likelihood=False``. Goal at 1e6: <= 10 min on 2
   cores, memory beyond the data <= 1 GB. The chains start at a fit on the first
@@ -40,14 +46,15 @@ import importlib.util
 import os
 import threading
 import time
+import warnings
 
 import numpy as np
 from _common import parse_args_quick
-from bayes_gibbs import run_sample
+from bayes_gibbs import run_sample, summary
 
 from bayespmf.datasets import load_car, make_latent_class
 from bayespmf.estimators import LatentClassPMF
-from bayespmf.models import latent_class_model
+from bayespmf.models import latent_class_model, sample
 
 ROWS = ("car", "weak", "scale", "dask")
 HEADER = (
@@ -195,6 +202,42 @@ def row_weak(args):
             show("weak", case, label, 2, s["tune"], s["draws"], fit_s, s)
             met = s["r_hat"] <= 1.01 and s["ess_bulk"] >= 400 and s["seconds"] <= 60
             print(f"{'weak':<6} {case:<16} {label}: goal met: {'yes' if met else 'no'}")
+        if args.weak_target_ess:
+            weak_target(args, model, point, case, fit_s, truth_seed)
+
+
+def weak_target(args, model, point, case, fit_s, seed):
+    """One ``sample(..., target_ess=...)`` run of a weak truth (see the docstring)."""
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = sample(
+            model,
+            method="gibbs",
+            init=point,
+            target_ess=args.weak_target_ess,
+            max_time=args.weak_max_time,
+            random_seed=seed,
+            chains=2,
+            progressbar=False,
+            log_likelihood=False,
+        )
+    wall = time.perf_counter() - t0
+    s = summary(idata)
+    s["seconds"], s["ess_per_s"] = wall, s["ess_bulk"] / wall
+    attrs = idata.posterior.attrs
+    label = f"gibbs->{args.weak_target_ess:g}"
+    draws = idata.posterior.sizes["draw"]
+    show("weak", case, label, 2, attrs["tuning_steps"], draws, fit_s, s)
+    print(
+        f"{'weak':<6} {case:<16} {label}: target "
+        f"{'reached' if attrs['target_reached'] else 'NOT reached'} (max_time "
+        f"{args.weak_max_time:g} s); batches {list(attrs['target_batches'])}, their "
+        f"seconds {[round(v, 1) for v in attrs['target_batch_seconds']]} (checks "
+        f"{[round(v, 1) for v in attrs['target_check_seconds']]}); sampler "
+        f"{attrs['sampling_time']:.1f} s of {wall:.1f} s",
+        flush=True,
+    )
 
 
 def row_scale(args):
@@ -275,6 +318,15 @@ def main(argv=None):
     ap.add_argument("--weak-init", nargs="+", choices=["auto", "optima"], default=["auto"])
     ap.add_argument(
         "--weak-sweeps", type=int, nargs="+", default=[0], help="0: the default"
+    )
+    ap.add_argument(
+        "--weak-target-ess",
+        type=float,
+        default=0,
+        help="also sample each weak truth to this bulk ESS (target_ess; 0: not run)",
+    )
+    ap.add_argument(
+        "--weak-max-time", type=float, default=300, help="max_time of that run (s)"
     )
     ap.add_argument("--weak-gibbs-draws", type=int, default=2000)
     ap.add_argument("--weak-gibbs-tune", type=int, default=500)

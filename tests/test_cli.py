@@ -108,6 +108,18 @@ def test_cli_datasets(capsys):
             r"'data\.test_fraction' must be in",
         ),
         ("data = 3\n", r"'data' must be a table \[data\]"),
+        (
+            '[data]\nname = "car"\n[fit]\n[sample]\ntarget_ess = 400\n',
+            r"'\[sample\]'.*'target_ess' is not available with method='nuts'",
+        ),
+        (
+            '[data]\nname = "car"\n[fit]\n[sample]\nmethod = "gibbs"\nmax_time = 60\n',
+            r"'max_time'.*applies with 'target_ess' only",
+        ),
+        (
+            '[data]\nname = "car"\n[fit]\n[sample]\nmethod = "gibbs"\ntarget_ess = -1\n',
+            r"'target_ess'.*above 0",
+        ),
     ],
 )
 def test_bad_extended_specs(tmp_path, text, match):
@@ -214,3 +226,49 @@ def test_run_with_gibbs_checks_convergence(tmp_path):
     sampled = json.loads((out / "results.json").read_text())["sample"]
     assert sampled["method"] == "gibbs" and "r_hat_max" in sampled
     assert (out / "convergence.json").is_file()
+
+
+def test_sample_section_samples_to_a_target(tmp_path, capsys):
+    """[sample] target_ess / target_rhat / max_time reach sample(); the run reports them."""
+    import json
+
+    import arviz as az
+
+    from bayespmf.apps.run import _sample
+    from bayespmf.datasets import load_car
+    from bayespmf.estimators import LatentClassPMF
+
+    p = write(
+        tmp_path,
+        '[data]\nname = "car"\n[fit]\nn_components = 2\n[sample]\nmethod = "gibbs"\n'
+        "draws = 30\ntune = 10\nchains = 2\ncores = 1\nn_sweeps = 1\n"
+        "target_ess = 40\ntarget_rhat = 1.1\nmax_time = 60\n[output]\nfigures = false\n",
+    )
+    spec = load_spec(p)
+    assert (spec.sample["target_ess"], spec.sample["max_time"]) == (40.0, 60.0)
+    assert spec.sample["target_rhat"] == 1.1
+    default = write(
+        tmp_path,
+        '[data]\nname = "car"\n[fit]\n[sample]\nmethod = "gibbs"\ntarget_ess = 40\n',
+        name="default.toml",
+    )
+    assert load_spec(default).sample["target_rhat"] == 1.01  # filled in
+    train = load_car().data[:300].drop_empty_rows()
+    est = LatentClassPMF(2, n_init=2, random_state=0).fit(train)
+    metrics, written = {}, []
+    idata, _ = _sample(
+        spec, train, None, est, train, train, tmp_path, metrics, written, False
+    )
+    attrs = idata.posterior.attrs
+    assert metrics["sample"]["target_reached"] == bool(attrs["target_reached"])
+    assert metrics["sample"]["batches"] == attrs["target_batches"]
+    assert metrics["sample"]["draws_per_chain"] == sum(attrs["target_batches"]) >= 30
+    assert attrs["target_ess"] == 40.0 and attrs["target_rhat"] == 1.1
+    assert (
+        "then on to r-hat <= 1.1 and bulk ESS >= 40, at most 60 s"
+        in capsys.readouterr().out
+    )
+    back = az.from_netcdf(tmp_path / "posterior.nc", engine="h5netcdf")
+    assert back.posterior.sizes["draw"] == sum(attrs["target_batches"])
+    assert back.posterior.attrs["target_reached"] == attrs["target_reached"]
+    json.dumps(metrics)  # what results.json holds

@@ -499,6 +499,15 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
         extra["target_accept"] = s["target_accept"]
     if s["method"] == "gibbs" and s["n_sweeps"] is not None:
         extra["n_sweeps"] = s["n_sweeps"]
+    for key in ("target_ess", "target_rhat", "max_time"):
+        if s[key] is not None:
+            extra[key] = s[key]
+    if s["target_ess"] is not None:
+        limit = "" if s["max_time"] is None else f", at most {s['max_time']:g} s"
+        label += (
+            f", then on to r-hat <= {s['target_rhat']:g} and bulk "
+            f"ESS >= {s['target_ess']:g}{limit}"
+        )
     with _Step(f"sampling the rank-{est.weights_.size} posterior: {label}"):
         idata = sample(
             train,
@@ -517,6 +526,15 @@ def _sample(spec, data, target, est, train, test, out, metrics, written, progres
         "method": s["method"],
         "sampling_seconds": round(float(idata.posterior.attrs["sampling_time"]), 2),
     }
+    if s["target_ess"] is not None:
+        attrs = idata.posterior.attrs
+        res["target_reached"] = bool(attrs["target_reached"])
+        res["draws_per_chain"] = int(idata.posterior.sizes["draw"])
+        res["batches"] = [int(v) for v in attrs["target_batches"]]
+        _say(
+            f"   target {'reached' if res['target_reached'] else 'NOT reached'}: "
+            f"{res['draws_per_chain']} draws per chain in {len(res['batches'])} batches"
+        )
     conv = None
     with _Step("convergence diagnostics (classes aligned to the point estimate)"):
         if chained:

@@ -46,7 +46,10 @@ Sections and keys (defaults in brackets):
   ``max_iter``, ``tol``, ``random_state`` [seed].
 * ``[sample]``: ``method`` ["nuts"; or "gibbs", "advi"], ``draws`` [500], ``tune``
   [500], ``chains`` [2], ``cores`` [chains], ``target_accept`` [0.8] (NUTS),
-  ``n_sweeps`` [the Gibbs step's default] (Gibbs), ``advi_iterations`` [20000] (ADVI),
+  ``n_sweeps`` [the Gibbs step's default] (Gibbs), ``target_ess``, ``target_rhat``
+  [1.01 with ``target_ess``] and ``max_time`` [no limit] (Gibbs: sample in batches
+  until every entry reaches the target, ``draws`` the first batch; see
+  :func:`bayespmf.models.sample`), ``advi_iterations`` [20000] (ADVI),
   ``random_seed`` [seed].
 * ``[task]``: ``kind`` ["classify" if the data set has a class variable, else
   "ratings"], ``methods``, ``baselines``, ``n_trials`` [10], ``candidates``,
@@ -133,6 +136,9 @@ _SCHEMA: dict[str, dict[str, tuple[tuple, object]]] = {
         "target_accept": ((float,), 0.8),
         "advi_iterations": ((int,), 20000),
         "n_sweeps": ((int,), None),
+        "target_ess": ((float,), None),
+        "target_rhat": ((float,), None),
+        "max_time": ((float,), None),
         "random_seed": ((int,), None),
     },
     "task": {
@@ -449,7 +455,7 @@ def _check_inputs(path, spec: RunSpec) -> None:
                 "LatentClassPMF",
             )
     if spec.sample is not None:
-        from bayespmf.models import check_sampler_args
+        from bayespmf.models import check_sample_target, check_sampler_args
 
         s = spec.sample
         nuts = s["method"] == "nuts"
@@ -474,6 +480,21 @@ def _check_inputs(path, spec: RunSpec) -> None:
             advi_iterations=s["advi_iterations"],
             sample_kwargs=kwargs,
         )
+        goal = _checked(
+            path,
+            "[sample]",
+            check_sample_target,
+            s["target_ess"],
+            s["target_rhat"],
+            s["max_time"],
+            owner="sample",
+            method=s["method"],
+            family_name="latent_class",
+            chains=s["chains"] if chained else 1,
+            sample_kwargs=kwargs,
+        )
+        if goal is not None:  # the r-hat target the run passes (its default filled)
+            s["target_rhat"] = goal.rhat
     if spec.task is not None:
         from bayespmf.apps import tasks
 

@@ -3,6 +3,7 @@
 from bayespmf.models._draws import posterior_params
 from bayespmf.models._pivot import pivot_model
 from bayespmf.models._sampling import check_sampler_args
+from bayespmf.models._target import check_sample_target
 from bayespmf.models.averaging import (
     averaged_predict_proba,
     rank_weights,
@@ -24,6 +25,7 @@ from bayespmf.models.selection import select_n_components
 from bayespmf.models.simplex_nest import simplex_nest_model
 
 __all__ = [
+    "check_sample_target",
     "check_sampler_args",
     "LatentClassGibbs",
     "OutcomeGibbs",

@@ -14,6 +14,7 @@ and the log-likelihood group.
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -22,8 +23,14 @@ import numpy as np
 import pymc as pm
 
 from bayespmf._validation import DataValidationError, check_random_seed
-from bayespmf.models._sampling import check_nuts_sampler, check_sampler_args, run_sampler
+from bayespmf.models._sampling import (
+    check_nuts_sampler,
+    check_sampler_args,
+    gibbs_step,
+    run_sampler,
+)
 from bayespmf.models._start import check_jitter
+from bayespmf.models._target import check_sample_target, sample_to_target
 
 __all__ = [
     "LOG_LIKELIHOOD_MAX_BYTES",
@@ -78,6 +85,11 @@ class Family(NamedTuple):
         The ``simplex_transform`` options (empty: the family has none).
     loglik_rows : callable ``idata -> idata`` or None
         Turns PyMC's per-entry log-likelihood into one value per row.
+    align_more : callable ``(raw, aligned) -> Dataset`` or None
+        The draws of ``raw`` (a DataTree as the sampler returns it) aligned to the
+        posterior mean of ``aligned`` (a posterior Dataset as ``finish`` returns it),
+        in one pass: what sampling to a target (``target_ess``) aligns each further
+        batch with between batches. None: the family cannot sample to a target.
     pymc_init_on_none : bool
         ``init=None`` leaves the chains' starts to PyMC (no point estimate, nothing to
         jitter); otherwise it fits ``estimate``.
@@ -99,6 +111,7 @@ class Family(NamedTuple):
     simplex_transforms: tuple[str, ...] = ()
     loglik_rows: Callable[[Any], Any] | None = None
     pymc_init_on_none: bool = False
+    align_more: Callable[..., Any] | None = None
 
 
 def sample_family(
@@ -119,6 +132,9 @@ def sample_family(
     advi_iterations: int,
     simplex_transform: str | None,
     jitter: float | None,
+    target_ess: float | None = None,
+    target_rhat: float | None = None,
+    max_time: float | None = None,
     **sample_kwargs,
 ):
     """The posterior of ``model`` (of ``family``): what :func:`sample` runs for each.
@@ -128,8 +144,11 @@ def sample_family(
     options the family does not have are refused (never ignored), and so are the
     keywords the sampler would not use, before the point estimate (which takes a
     while) is fitted; :func:`~bayespmf.models._sampling.run_sampler` checks nothing
-    again.
+    again. With ``target_ess`` the sampler runs in batches until the target is
+    reached or ``max_time`` (counted from the start of this call) is up
+    (:func:`bayespmf.models._target.sample_to_target`).
     """
+    started = time.perf_counter()
     random_seed = check_random_seed(random_seed, owner)
     if method not in family.methods:
         note = (
@@ -149,6 +168,16 @@ def sample_family(
         owner,
         advi_iterations=advi_iterations,
         sample_kwargs={"nuts_sampler": nuts_sampler, **sample_kwargs},
+    )
+    target = check_sample_target(
+        target_ess,
+        target_rhat,
+        max_time,
+        owner=owner,
+        method=method,
+        family_name=family.name,
+        chains=chains,
+        sample_kwargs=sample_kwargs,
     )
     if method == "nuts":
         check_nuts_sampler(nuts_sampler, tune)
@@ -195,28 +224,51 @@ def sample_family(
     sampled, initvals, undo = family.rewrite(
         model, point, initvals, method, nuts_sampler, simplex_transform
     )
-    idata = run_sampler(
-        sampled,
-        method=method,
-        initvals=initvals,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        advi_iterations=advi_iterations,
-        **sample_kwargs,
-    )
-    if undo is not None:
-        idata = undo(idata)
-    idata = family.finish(idata, model, point, starts, align, random_seed)
+    if target is None:
+        idata = run_sampler(
+            sampled,
+            method=method,
+            initvals=initvals,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            advi_iterations=advi_iterations,
+            **sample_kwargs,
+        )
+        if undo is not None:
+            idata = undo(idata)
+        idata = family.finish(idata, model, point, starts, align, random_seed)
+    else:
+        idata = _sample_to_target(
+            family,
+            model,
+            sampled,
+            undo,
+            point,
+            starts,
+            target,
+            owner=owner,
+            method=method,
+            initvals=initvals,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            align=align,
+            started=started,
+            sample_kwargs=sample_kwargs,
+        )
     if log_likelihood == "auto":
-        size = log_likelihood_bytes(model, n_chains, draws)
+        size = log_likelihood_bytes(model, n_chains, idata.posterior.sizes["draw"])
         log_likelihood = size <= LOG_LIKELIHOOD_MAX_BYTES
         if not log_likelihood:
             warnings.warn(
                 f"{owner}: the log_likelihood group was not computed: it would hold "
-                f"{size / 2**30:.1f} GiB ({n_chains} chains x {draws} draws x the "
+                f"{size / 2**30:.1f} GiB ({n_chains} chains x "
+                f"{idata.posterior.sizes['draw']} draws x the "
                 f"observed rows, float64), above LOG_LIKELIHOOD_MAX_BYTES "
                 f"({LOG_LIKELIHOOD_MAX_BYTES / 2**30:.0f} GiB). Pass log_likelihood=True "
                 "to compute it anyway, or False to silence this.",
@@ -228,6 +280,72 @@ def sample_family(
         if family.loglik_rows is not None:
             idata = family.loglik_rows(idata)
     return idata
+
+
+def _sample_to_target(
+    family,
+    model,
+    sampled,
+    undo,
+    point,
+    starts,
+    target,
+    *,
+    owner,
+    method,
+    initvals,
+    draws,
+    tune,
+    chains,
+    random_seed,
+    progressbar,
+    align,
+    started,
+    sample_kwargs,
+):
+    """Batches of the sampler until ``target`` (see :func:`sample_family`)."""
+    kwargs = dict(sample_kwargs)
+    with sampled:  # one Gibbs step for every batch (its rows are prepared once)
+        kwargs["step"] = gibbs_step(sampled, chains, kwargs)
+    if align and point is None:  # the reference of every check's alignment, fit once
+        point = family.estimate(model, random_seed)
+
+    def run(*, draws, tune, initvals, random_seed):
+        out = run_sampler(
+            sampled,
+            method=method,
+            initvals=initvals,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            advi_iterations=0,
+            **kwargs,
+        )
+        return out if undo is None else undo(out)
+
+    def finish(raw):
+        return family.finish(raw, model, point, starts, align, random_seed)
+
+    def align_more(raw, aligned):
+        if not align:
+            return raw["posterior"].to_dataset()
+        return family.align_more(raw, aligned)
+
+    return sample_to_target(
+        run,
+        finish,
+        align_more,
+        [rv.name for rv in sampled.free_RVs],
+        spec=target,
+        draws=draws,
+        tune=tune,
+        initvals=initvals,
+        random_seed=random_seed,
+        started=started,
+        owner=owner,
+    )
 
 
 def _init_mode(family: Family, init, owner: str):

@@ -50,6 +50,7 @@ __all__ = [
     "check_nuts_sampler",
     "check_sample_kwargs",
     "check_sampler_args",
+    "gibbs_step",
     "run_sampler",
 ]
 
@@ -408,15 +409,8 @@ def run_sampler(
                 random_seed=random_seed,
                 progressbar=progressbar,
             )
-            if method == "gibbs":  # conjugate steps: bayespmf.models.gibbs(_regression)
-                from bayespmf.models.gibbs_regression import gibbs_steps
-
-                # threads over rows in each chain; the chains' processes share the CPUs
-                threads = max(1, n_cpus() // sample_kwargs["cores"])
-                n_sweeps = sample_kwargs.pop("n_sweeps", None)
-                sample_kwargs["step"] = gibbs_steps(
-                    model, threads=threads, n_sweeps=n_sweeps
-                )
+            if method == "gibbs" and "step" not in sample_kwargs:
+                sample_kwargs["step"] = gibbs_step(model, chains, sample_kwargs)
             elif nuts_sampler == "pymc":
                 # PyMC 6 picks nutpie by default when it is installed: name PyMC's own
                 sample_kwargs["nuts_sampler"] = "pymc"
@@ -450,6 +444,24 @@ def run_sampler(
         idata.posterior.attrs["nuts_sampler"] = nuts_sampler
     idata.posterior.attrs["sampling_time"] = time.perf_counter() - t0
     return idata
+
+
+def gibbs_step(model, chains: int, sample_kwargs: dict):
+    """The Gibbs step(s) ``run_sampler`` runs for ``method="gibbs"``.
+
+    :func:`bayespmf.models.gibbs_regression.gibbs_steps` of ``model`` with the
+    ``n_sweeps`` popped from ``sample_kwargs``, and threads over rows so that the
+    chains' processes (``cores``, set in ``sample_kwargs`` to its default if absent:
+    the CPUs this process may use, at most one per chain) share the CPUs. The step
+    keeps no chain state besides its random generator, which ``pm.sample`` sets per
+    chain, so one step may be passed (``step=``) to several ``run_sampler`` calls.
+    """
+    from bayespmf.models.gibbs_regression import gibbs_steps
+
+    cores = sample_kwargs.setdefault("cores", max(1, min(chains, n_cpus())))
+    threads = max(1, n_cpus() // cores)
+    n_sweeps = sample_kwargs.pop("n_sweeps", None)
+    return gibbs_steps(model, threads=threads, n_sweeps=n_sweeps)
 
 
 def _chain_seeds(random_seed, chains: int) -> list[int]:

@@ -77,9 +77,12 @@ def sample(
     advi_iterations: int = 20000,
     simplex_transform: str | None = None,
     jitter: float | None = None,
+    target_ess: float | None = None,
+    target_rhat: float | None = None,
+    max_time: float | None = None,
     **sample_kwargs,
 ):
-    """Draw from the posterior of a bayespmf model by NUTS or ADVI: the one front door.
+    """Draw from the posterior of a bayespmf model (NUTS, Gibbs or ADVI): the front door.
 
     Every model family goes through here with the same options: a latent-class model
     (:func:`latent_class_model`), a latent-class regression
@@ -213,6 +216,54 @@ def sample(
         nodes to 17 (UCI Car, rank 4), so the first model and every further one
         (another rank) compile several times faster (:ref:`bench-pivot`). numpyro
         and blackjax (JAX has no numba) keep the value transforms.
+    target_ess : float > 0, optional
+        Sample to a target instead of a length (``method="gibbs"`` on a latent-class
+        model without covariates, at least 2 chains): ``draws`` (after ``tune``) is
+        the first batch, and further batches continue every chain from its last
+        draw, with no tuning and the same step, until the worst r-hat is at most
+        ``target_rhat`` and the smallest bulk ESS at least ``target_ess`` on every
+        entry of the posterior (the weights and factors, and an outcome's
+        parameters), or until ``max_time``. The target is judged on the draws as
+        returned (aligned when ``align``): the ``r_hat_max`` and ``ess_bulk_min`` of
+        :func:`~bayespmf.models.convergence_summary`. Between batches a cheaper
+        check aligns the new draws to the mean of those before and computes the
+        entries that were near or short of the target (within a factor 2); where
+        it finds the target met, every draw is aligned again as a plain run's are and
+        every entry judged, and the batches go on where that misses. A further batch
+        is as long as the draws so far, shorter (at least an eighth of them) where
+        the ESS per draw so far says fewer will reach the target, and shorter still
+        where ``max_time`` leaves less time (sized by the speed of the batch before).
+        The result holds every batch's draws joined per chain (``posterior``,
+        ``unaligned_posterior``, ``sample_stats`` and ``log_likelihood`` alike);
+        ``posterior.attrs`` record ``target_ess``, ``target_rhat``,
+        ``target_max_time`` (when given), ``target_reached`` (1 or 0: netCDF files
+        hold no booleans, so that the result can be written), the worst r-hat and
+        smallest ESS of the result (``target_rhat_max``, ``target_ess_bulk_min``),
+        the draws of each batch (``target_batches``), its seconds, sampling and
+        check (``target_batch_seconds``), and its check's (``target_check_seconds``,
+        the last with the alignment and judgement of every draw), the sampler's
+        seconds over all batches (``sampling_time``) and the seconds since the call
+        began, point estimate included (``total_time``). Where the target is not
+        reached a :class:`~bayespmf.ConvergenceWarning` gives the r-hat and ESS
+        reached, the draws and the seconds. The Gibbs step has no adaptation and no
+        state but the point, so a batch continues each chain exactly (its random
+        stream seeded from ``random_seed`` and the batch's number: one seed
+        reproduces the whole run). Refused for NUTS: PyMC 6 resets a NUTS step's
+        step size and mass matrix at the start of every chain and adapts them in the
+        chain processes, which do not return them, so a chain cannot be continued
+        with its adaptation; for the same reason for a latent-class regression (its
+        Gibbs step draws the coefficients by NUTS); for ADVI (no chains); and for
+        chunked data.
+    target_rhat : float > 1, optional
+        With ``target_ess``: the worst r-hat to reach (default
+        ``DEFAULT_TARGET_RHAT``, 1.01).
+    max_time : float > 0, optional
+        With ``target_ess``: seconds since the call began (the point estimate
+        included) after which no further batch starts; the batches are checked
+        between them, so the first batch always runs in full and the call may end
+        later by the last batch's start-up. ``None`` (default): no limit, which runs
+        until the target is reached, and forever where chains sit in different
+        modes: set it where that can happen.
     **sample_kwargs
         Passed to ``pm.sample`` (e.g. ``target_accept``; PyMC's 0.8 is kept: with
         the pivot transform 0.9 took as many leapfrog steps per draw for less bulk
@@ -226,7 +277,8 @@ def sample(
     xarray.DataTree
         ``posterior`` (aligned), the model's rows as ``observed_data["x"]`` and
         ``constant_data["rows"]``; ``posterior.attrs`` record the wall time
-        (``sampling_time``) and the method. A latent-class model (with or without
+        (``sampling_time``) and the method (and the target's outcome with
+        ``target_ess``). A latent-class model (with or without
         covariates) is sampled with its data frozen (``freeze_dims_and_data``): the
         rows are constants of static shape while sampling; the model passed in is
         unchanged. A simplex nest is sampled as built: its data are constants
@@ -254,6 +306,7 @@ def sample(
             log_likelihood=log_likelihood,
             simplex_transform=simplex_transform,
             jitter=jitter,
+            target=(target_ess, target_rhat, max_time),
             **sample_kwargs,
         )
     if isinstance(model_or_data, pm.Model):
@@ -281,6 +334,9 @@ def sample(
         advi_iterations=advi_iterations,
         simplex_transform=simplex_transform,
         jitter=jitter,
+        target_ess=target_ess,
+        target_rhat=target_rhat,
+        max_time=max_time,
         **sample_kwargs,
     )
 
@@ -313,6 +369,7 @@ def _sample_chunked(
     log_likelihood,
     simplex_transform,
     jitter,
+    target,
     **options,
 ):
     """:func:`sample` on chunked data: :func:`bayespmf.dask.sample_gibbs`."""
@@ -321,6 +378,12 @@ def _sample_chunked(
         "chunked data (DaskCategoricalData) are sampled by the chunked Gibbs step "
         "(bayespmf.dask.sample_gibbs), which never holds the rows in memory"
     )
+    for name, value in zip(("target_ess", "target_rhat", "max_time"), target, strict=True):
+        if value is not None:
+            raise DataValidationError(
+                f"'{name}' does not apply to {why}: it samples a fixed length. Set "
+                "'draws' (and 'n_sweeps')."
+            )
     if method != "gibbs":
         raise DataValidationError(
             f"'method' is {method!r}, but {why}: pass method='gibbs' (or sample a "
@@ -562,6 +625,26 @@ def _lc_align(idata, reference, data, n_refine):
     )
 
 
+def _lc_align_more(raw, aligned):
+    """``raw``'s posterior aligned to the mean of an ``aligned`` posterior, one pass.
+
+    The reference is the aligned draws' mean (weights and factors), as the last
+    refinement of :func:`align_labels` takes it; each draw of ``raw`` gets the
+    permutation that matches it best (no further refinement).
+    """
+    names = json.loads(aligned.attrs["bayespmf_variables"])
+    mean = aligned.mean(("chain", "draw"))
+    reference = (
+        mean["weights"].values,
+        [mean[factor_var_name(n)].values.T for n in names],
+    )
+    tree = raw.copy()
+    posterior = raw["posterior"].to_dataset()
+    posterior.attrs["bayespmf_variables"] = aligned.attrs["bayespmf_variables"]
+    tree["posterior"] = posterior
+    return _lc_align(tree, reference, None, 0)["posterior"].to_dataset()
+
+
 def _lc_rewrite(model, point, initvals, method, nuts_sampler, simplex_transform):
     """Freeze the rows; the pivot coordinates (one fused Op where numba compiles)."""
     from pymc.model.transform.optimization import freeze_dims_and_data
@@ -616,6 +699,7 @@ LATENT_CLASS = Family(
     optima=optima_starts,
     simplex_transforms=SIMPLEX_TRANSFORMS,
     pymc_init_on_none=True,
+    align_more=_lc_align_more,
 )
 
 #: The model families :func:`sample` runs, in the order they are recognized.

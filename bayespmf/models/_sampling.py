@@ -409,8 +409,9 @@ def run_sampler(
                 random_seed=random_seed,
                 progressbar=progressbar,
             )
-            if method == "gibbs" and "step" not in sample_kwargs:
-                sample_kwargs["step"] = gibbs_step(model, chains, sample_kwargs)
+            if method == "gibbs":
+                if "step" not in sample_kwargs:  # (a continued run passes its step)
+                    sample_kwargs["step"] = gibbs_step(model, chains, sample_kwargs)
             elif nuts_sampler == "pymc":
                 # PyMC 6 picks nutpie by default when it is installed: name PyMC's own
                 sample_kwargs["nuts_sampler"] = "pymc"

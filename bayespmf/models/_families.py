@@ -225,8 +225,9 @@ def sample_family(
         model, point, initvals, method, nuts_sampler, simplex_transform
     )
     if target is None:
-        idata = run_sampler(
+        idata = _run(
             sampled,
+            undo,
             method=method,
             initvals=initvals,
             draws=draws,
@@ -235,10 +236,8 @@ def sample_family(
             random_seed=random_seed,
             progressbar=progressbar,
             advi_iterations=advi_iterations,
-            **sample_kwargs,
+            sample_kwargs=sample_kwargs,
         )
-        if undo is not None:
-            idata = undo(idata)
         idata = family.finish(idata, model, point, starts, align, random_seed)
     else:
         idata = _sample_to_target(
@@ -282,6 +281,12 @@ def sample_family(
     return idata
 
 
+def _run(sampled, undo, *, sample_kwargs, **run_kwargs):
+    """One :func:`run_sampler` call on the sampled model, its rewrite undone."""
+    idata = run_sampler(sampled, **run_kwargs, **sample_kwargs)
+    return idata if undo is None else undo(idata)
+
+
 def _sample_to_target(
     family,
     model,
@@ -311,8 +316,9 @@ def _sample_to_target(
         point = family.estimate(model, random_seed)
 
     def run(*, draws, tune, initvals, random_seed):
-        out = run_sampler(
+        return _run(
             sampled,
+            undo,
             method=method,
             initvals=initvals,
             draws=draws,
@@ -321,9 +327,8 @@ def _sample_to_target(
             random_seed=random_seed,
             progressbar=progressbar,
             advi_iterations=0,
-            **kwargs,
+            sample_kwargs=kwargs,
         )
-        return out if undo is None else undo(out)
 
     def finish(raw):
         return family.finish(raw, model, point, starts, align, random_seed)

@@ -109,6 +109,7 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
 
 #: Scripts with ``--quick`` that are not run here, and why.
 NOT_RUN = {
+    "gpu_jax.py": "a device study: one Python process per measurement (about 2 min)",
     "stack_compare.py": "needs a second stack (--old-python, --old-root)",
     "lca_vs_peers.py": "minutes: StepMix n_init=20 on 2000-3000 rows (62 s for one case)",
 }

@@ -18,6 +18,8 @@ BACKENDS = [
     "nutpie",
     pytest.param("numpyro", marks=pytest.mark.jax),
     pytest.param("blackjax", marks=pytest.mark.jax),
+    # numpyro with the rows as an argument of one jitted program (jax_data)
+    pytest.param("numpyro-argument", marks=pytest.mark.jax),
 ]
 
 
@@ -41,7 +43,14 @@ def stacked(point, names):
 
 def need(backend):
     if backend != "pymc":
-        pytest.importorskip(backend)
+        pytest.importorskip(backend.split("-")[0])
+
+
+def backend_kwargs(backend) -> dict:
+    """The ``sample`` / ``run_sampler`` keywords of a :data:`BACKENDS` entry."""
+    if backend == "numpyro-argument":
+        return {"nuts_sampler": "numpyro", "jax_data": "argument"}
+    return {"nuts_sampler": backend}
 
 
 def permuted(truth):
@@ -70,9 +79,11 @@ def test_each_chain_starts_at_its_own_start(small, backend):
         random_seed=0,
         progressbar=False,
         advi_iterations=0,
-        nuts_sampler=backend,
+        **backend_kwargs(backend),
     )
-    assert idata.posterior.attrs["nuts_sampler"] == backend
+    assert idata.posterior.attrs["nuts_sampler"] == backend_kwargs(backend)["nuts_sampler"]
+    if backend == "numpyro-argument":
+        assert idata.posterior.attrs["jax_data"] == "argument"
     names = ["weights", *(factor_var_name(n) for n in data.names)]
     for c in range(2):
         first = stacked({n: idata.posterior[n].values[c, 0] for n in names}, names)
@@ -90,7 +101,7 @@ def test_sample_with_backend_is_aligned_and_reproducible(small, backend):
     start = permuted(truth)
     kw = dict(
         init=start,
-        nuts_sampler=backend,
+        **backend_kwargs(backend),
         draws=40,
         tune=40,
         chains=2,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numba
 import numpy as np
 import pytensor
@@ -240,11 +242,47 @@ def _gather_index(codes, n_cat):
     return pt.switch(in_range, codes + offsets, int(n_cat.sum())), in_range
 
 
+#: How :class:`ClassSummedLoglik` is written for JAX (:func:`jax_formulation`):
+#: ``"gather"`` reads the factors' rows by index (its gradient a scatter-add);
+#: ``"matmul"`` multiplies the rows' one-hot design by the stacked log-factors.
+_JAX_FORMULATION = ["gather"]
+
+
+@contextlib.contextmanager
+def jax_formulation(name: str):
+    """Within the block, JAX rewrites of :class:`ClassSummedLoglik` use ``name``.
+
+    ``"gather"`` (the default) indexes the stacked log-factors with the codes; its
+    gradient is a scatter-add of S x N x F terms into a table of sum(I_n) x F entries,
+    which a GPU runs as contended atomic additions. ``"matmul"`` builds the rows'
+    one-hot design (S x sum(I_n), 0/1) from the codes in the compiled program and
+    multiplies it by the log-factors: value and gradient are then matrix products
+    (the same numbers). The one-hot design of constant rows would be folded into the
+    program by XLA, so ``"matmul"`` is for rows passed as arguments
+    (:mod:`bayespmf.models._jax_data`).
+    """
+    if name not in ("gather", "matmul"):
+        raise ValueError(f"jax_formulation: 'gather' or 'matmul', got {name!r}")
+    previous = _JAX_FORMULATION[0]
+    _JAX_FORMULATION[0] = name
+    try:
+        yield
+    finally:
+        _JAX_FORMULATION[0] = previous
+
+
 def _gather_loglik(codes, log_prior, log_a, n_cat):
     """:class:`ClassSummedLoglik` as a gather graph (what the JAX backend runs)."""
-    index, _ = _gather_index(codes, n_cat)
-    padded = pt.concatenate([log_a, pt.zeros_like(log_a[:1])], axis=0)
-    joint = padded[index].sum(axis=1) + log_prior  # (S, F)
+    if _JAX_FORMULATION[0] == "matmul":
+        n_cat = np.asarray(n_cat)
+        var_of_col = np.repeat(np.arange(len(n_cat)), n_cat)
+        code_of_col = np.concatenate([np.arange(k) for k in n_cat]).astype(codes.dtype)
+        one_hot = pt.cast(pt.eq(codes[:, var_of_col], code_of_col), log_a.dtype)
+        joint = pt.dot(one_hot, log_a) + log_prior  # (S, F)
+    else:
+        index, _ = _gather_index(codes, n_cat)
+        padded = pt.concatenate([log_a, pt.zeros_like(log_a[:1])], axis=0)
+        joint = padded[index].sum(axis=1) + log_prior  # (S, F)
     valid = pt.all((codes >= -1) & (codes < np.asarray(n_cat)), axis=-1)
     top = pt.max(joint, axis=-1, keepdims=True)
     possible = valid & pt.gt(top[:, 0], -np.inf)

@@ -21,15 +21,18 @@ Every NUTS implementation PyMC offers (``nuts_sampler="pymc"``, ``"nutpie"``,
 
   PyMC's JAX driver replaces every ``pm.Data`` by a constant of the compiled graph
   (``pymc.sampling.jax.get_jaxified_graph``): the rows are baked into the XLA
-  program. This is kept on purpose: the rows enter the log-density as integer codes
-  that index the factors (the fused likelihood Op is rewritten into a gather for JAX;
-  no dense one-hot design): on large data a call is faster than with the rows as an
-  argument, at a somewhat longer first call (compilation), and XLA no longer stalls
-  constant-folding the rows (:ref:`bench-jax`).
+  program. On a CPU this is kept (``jax_data="auto"``): the rows enter the
+  log-density as integer codes that index the factors (the fused likelihood Op is
+  rewritten into a gather for JAX; no dense one-hot design), and on large data a call
+  is faster than with the rows as an argument (:ref:`bench-jax`). On an accelerator,
+  numpyro runs with the rows as an argument of one jitted program and the likelihood
+  as a one-hot matrix product (:mod:`bayespmf.models._jax_data`,
+  :ref:`bench-gpu`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -215,8 +218,12 @@ def check_sample_kwargs(
         )
         return
     sampler = sample_kwargs.get("nuts_sampler", "pymc")
+    if "jax_data" in sample_kwargs:
+        check_jax_data(sample_kwargs["jax_data"], sampler, owner)
     if sampler != "pymc":  # the external samplers take a few of pm.sample's keywords
-        bad = sorted(set(sample_kwargs) - set(_EXTERNAL_KWARGS) - {"nuts_sampler"})
+        bad = sorted(
+            set(sample_kwargs) - set(_EXTERNAL_KWARGS) - {"nuts_sampler", "jax_data"}
+        )
         if bad:
             raise ValueError(
                 f"nuts_sampler={sampler!r} does not take {bad}; it takes "
@@ -627,6 +634,49 @@ def _cpu_devices_for_chains(n_devices: int) -> bool:
     return set_count
 
 
+#: The values of ``sample(..., nuts_sampler="numpyro", jax_data=...)``.
+JAX_DATA = ("auto", "argument", "constant")
+
+
+def check_jax_data(jax_data, nuts_sampler, owner="sample") -> None:
+    """Refuse a ``jax_data`` that is not in :data:`JAX_DATA` or not for numpyro.
+
+    Raises
+    ------
+    DataValidationError
+        Naming ``jax_data`` and its values, or the sampler that takes it.
+
+    Examples
+    --------
+    >>> check_jax_data("argument", "numpyro")
+    >>> check_jax_data("argument", "pymc")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bayespmf._validation.DataValidationError: sample: 'jax_data' applies to ...
+    """
+    if nuts_sampler != "numpyro":
+        raise DataValidationError(
+            f"{owner}: 'jax_data' applies to nuts_sampler='numpyro' only (how its "
+            f"compiled program receives the rows); drop it for {nuts_sampler!r}."
+        )
+    if not isinstance(jax_data, str) or jax_data not in JAX_DATA:
+        raise DataValidationError(
+            f"The 'jax_data' parameter of {owner} must be one of {list(JAX_DATA)}; "
+            f"got {jax_data!r}."
+        )
+
+
+def _jax_data_route(jax_data: str, nuts_sampler: str) -> str:
+    """``"argument"`` or ``"constant"``: ``"auto"`` is the former on an accelerator."""
+    if nuts_sampler != "numpyro":
+        return "constant"
+    if jax_data != "auto":
+        return jax_data
+    import jax
+
+    return "constant" if jax.default_backend() == "cpu" else "argument"
+
+
 def _sample_jax(
     model,
     nuts_sampler,
@@ -636,15 +686,21 @@ def _sample_jax(
     target_accept=_DEFAULT_TARGET_ACCEPT,
     var_names=None,
     nuts=None,
+    jax_data="auto",
 ):
     """Run numpyro or blackjax through PyMC's JAX driver, starts not jittered.
 
     ``common`` holds the arguments of ``pm.sample`` every sampler takes (as for
-    :func:`_sample_nutpie`).
+    :func:`_sample_nutpie`). ``jax_data`` (numpyro): ``"argument"`` compiles the
+    log-density with the data as arguments (:mod:`bayespmf.models._jax_data`),
+    ``"constant"`` as PyMC's driver does, ``"auto"`` the former on an accelerator
+    and the latter on a CPU.
     """
     chains = common["chains"]
     _cpu_devices_for_chains(max(chains, cores))
     import jax
+
+    from bayespmf.models._jax_data import data_as_arguments
 
     kwargs = dict(nuts or {})
     kwargs.setdefault("jitter", common["initvals"] is None)
@@ -657,14 +713,17 @@ def _sample_jax(
         # JAX on CPU cannot reuse the draws' buffers for PyMC's post-processing; it
         # says so for every run, and nothing can be done about it
         warnings.filterwarnings("ignore", "Some donated buffers", UserWarning)
-        tree = pm.sample(
-            **common,
-            nuts_sampler=nuts_sampler,
-            target_accept=target_accept,
-            var_names=var_names,
-            nuts=kwargs,
-            compute_convergence_checks=False,
-        )
+        route = _jax_data_route(jax_data, nuts_sampler)
+        with data_as_arguments() if route == "argument" else contextlib.nullcontext():
+            tree = pm.sample(
+                **common,
+                nuts_sampler=nuts_sampler,
+                target_accept=target_accept,
+                var_names=var_names,
+                nuts=kwargs,
+                compute_convergence_checks=False,
+            )
+    tree.posterior.attrs["jax_data"] = route
     # PyMC 6's JAX driver leaves JAX arrays in the groups, which xarray cannot index
     # by arrays (label alignment does): hold NumPy arrays, as the other samplers do
     return tree.map_over_datasets(_as_numpy)

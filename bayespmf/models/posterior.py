@@ -181,7 +181,15 @@ def sample(
         one fused numba loop over the observed entries. numpyro and blackjax run the
         chains in parallel, one CPU device each, when JAX starts inside this call
         (otherwise vectorized on one device, which is much slower); numpyro
-        was the fastest NUTS on larger data (:ref:`bench-jax`).
+        was the fastest NUTS on larger data (:ref:`bench-jax`). ``jax_data``
+        (numpyro only, a keyword of this function): ``"constant"`` as above;
+        ``"argument"`` compiles the log-density with the rows as an argument and runs
+        the warm-up and the draws as one jitted program (no per-draw progress bar),
+        with the likelihood as a product of the rows' one-hot design and the
+        log-factors where JAX's default device is an accelerator (a gather's
+        gradient is a scatter-add, which a GPU runs as contended atomic additions);
+        ``"auto"`` (default) is ``"argument"`` on an accelerator and ``"constant"``
+        on a CPU (:ref:`bench-gpu`); ``posterior.attrs["jax_data"]`` records it.
     draws, tune, chains : int
         For NUTS; for ADVI ``draws`` samples are taken from the fitted approximation
         (one chain) after ``advi_iterations`` optimization steps.

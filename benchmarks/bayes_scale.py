@@ -6,28 +6,26 @@ Rows (``--rows``, default all four):
   of every sampler; bulk ESS per second of Gibbs (500 + 2000 draws) and of NUTS, PyMC's
   and numpyro's (500 + 500). Goal: Gibbs >= 10x PyMC's NUTS on every seed.
 * ``weak``: the weakly separated simulated case of issue 13 (S=2000, N=15, I=10, F=5,
-  half missing, ``make_latent_class(..., random_state=t)`` for t in 0, 1, 6, as
-  ``benchmarks/bayes_latent_class.py --compare --sim-variables 15``), rank 5, 2 chains
-  started at ``LatentClassPMF(5, random_state=0)``. Goal: aligned r-hat <= 1.01 and
-  bulk ESS >= 400 in <= 60 s on 2 cores, on every truth. ``--weak-init optima``
-  starts the chains at the fit's distinct optima instead (``sample(init="optima")``),
-  ``--weak-sweeps`` sets the sweeps per draw (one Gibbs run per value).
-  ``--weak-target-ess 400`` adds one run per truth that samples to a target instead of
-  a length: ``sample(model, method="gibbs", init=<the fit>, target_ess=400,
-  max_time=--weak-max-time, random_seed=<truth>, chains=2)`` with ``sample``'s default
-  ``draws`` and ``tune`` as its first batch; its ``s`` is the call's wall time (every
-  batch and check, the fit not included), its draws the total per chain, and a line
-  gives its batches and whether the target was reached.
-* ``scale``: S = 1e5 and 1e6 rows (N=20, I=10, F=5, half missing), 4 chains x
-  (200 + 1000) Gibbs draws, ``log_likelihood=False``. Goal at 1e6: <= 10 min on 2
-  cores, memory beyond the data <= 1 GB. The chains start at a fit on the first
-  ``--scale-fit-rows`` rows (20,000). NUTS is not run (one gradient at 1e5 costs
-  about 25 ms and a draw 15-110 of them: hours).
+  half missing, ``make_latent_class(..., random_state=t)`` for t in ``--weak-truths``,
+  default 0, 1, 6), rank 5: the user's one call with the defaults,
+  ``sample(latent_class_model(data, 5), method="gibbs", random_seed=t)`` (start
+  included, 4 chains, sampled to the default target; ``--weak-max-time`` caps it
+  below sample's default 600 s). Goal: aligned r-hat <= 1.01 and bulk ESS >= 400 in
+  <= 60 s on 2 cores, on every truth. ``--weak-fixed`` adds the runs of fixed length
+  from one ``LatentClassPMF(5, random_state=0)`` fit (``--weak-sweeps``,
+  ``--weak-init optima``, ``--weak-nuts``); ``--weak-target-ess 400`` one run per
+  truth from that fit with ``target_ess`` and 2 chains.
+* ``scale``: S = 1e5 and 1e6 rows (N=20, I=10, F=5, half missing): the same default
+  call (``log_likelihood=False``; ``--scale-max-time`` caps it, ``--quick`` only).
+  Goal at 1e6: r-hat <= 1.01, ESS >= 400, <= 10 min on 2 cores, memory beyond the
+  data <= 1 GB. NUTS is not run (one gradient at 1e5 costs about 25 ms and a draw
+  15-110 of them: hours).
 * ``dask``: 1e7 rows through ``run_dask_row`` of ``benchmarks/_scale_dask.py`` (flat
   memory); skipped, with the reason printed, where that module is absent.
 
-Per run: wall seconds of ``sample`` (``sampling_time``: compilation included, the
-point estimate not; ``fit s`` is the point estimate), worst aligned r-hat and
+Per run: wall seconds of ``sample`` (for a default call the whole call, start
+included, and a line with the start's seconds, the sampler's and the total, the load
+average), ``fit s`` the point estimate, worst aligned r-hat and
 smallest bulk ESS over every entry of the weights and factors, ESS per second and,
 for the ``scale`` rows, the peak memory of the process and its chain processes
 (proportional set size, sampled every 0.2 s) minus the bytes of the data's codes, and

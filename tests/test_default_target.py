@@ -139,3 +139,17 @@ def test_sample_records_a_subsample_start(data, monkeypatch):
     monkeypatch.setattr(posterior, "START_SUBSAMPLE_ROWS", 10_000)
     idata = fixed_run(data)
     assert "start_subsample_rows" not in idata.posterior.attrs
+
+
+def test_a_target_thins_the_draws_unless_n_sweeps_is_given(data):
+    from bayespmf.models.gibbs import TARGET_MAX_SWEEPS, target_sweeps
+
+    assert target_sweeps(10**7) == 1 and target_sweeps(1) == TARGET_MAX_SWEEPS
+    opts = dict(method="gibbs", random_seed=0, max_time=2.0, **QUIET)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        thinned = sample(latent_class_model(data, 2), **opts)
+        given = sample(latent_class_model(data, 2), n_sweeps=2, **opts)
+    # 400 rows x 6 variables: far below TARGET_SWEEP_ENTRIES, so the cap
+    assert thinned.posterior.attrs["gibbs_sweeps_per_draw"] == TARGET_MAX_SWEEPS
+    assert given.posterior.attrs["gibbs_sweeps_per_draw"] == 2

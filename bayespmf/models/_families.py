@@ -38,6 +38,7 @@ from bayespmf.models._target import (
     check_sample_target,
     sample_to_target,
 )
+from bayespmf.models.gibbs import target_sweeps
 
 __all__ = [
     "DEFAULT_DRAWS",
@@ -392,7 +393,11 @@ def _sample_to_target(
     """Batches of the sampler until ``target`` (see :func:`sample_family`)."""
     kwargs = dict(sample_kwargs)
     with sampled:  # one Gibbs step for every batch (its rows are prepared once)
-        kwargs["step"] = gibbs_step(sampled, chains, kwargs)
+        step = kwargs["step"] = gibbs_step(sampled, chains, kwargs)
+    if "n_sweeps" not in sample_kwargs and hasattr(step, "_indices"):
+        # the draws are not the user's: thinned, so that pm.sample's cost per draw
+        # and the checks of every stored draw are a small share of the sweeps'
+        step.n_sweeps = target_sweeps(step._indices.size)
     if align and point is None:  # the reference of every check's alignment, fit once
         point = family.estimate(model, random_seed)
 
@@ -419,7 +424,7 @@ def _sample_to_target(
             return raw["posterior"].to_dataset()
         return family.align_more(raw, aligned)
 
-    return sample_to_target(
+    result = sample_to_target(
         run,
         finish,
         align_more,
@@ -432,6 +437,8 @@ def _sample_to_target(
         started=started,
         owner=owner,
     )
+    result.posterior.attrs["gibbs_sweeps_per_draw"] = int(getattr(step, "n_sweeps", 1))
+    return result
 
 
 def _init_mode(family: Family, init, owner: str):

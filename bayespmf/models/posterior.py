@@ -123,7 +123,15 @@ def sample(
         ``vertices``; ``None`` fits their estimate as ``"auto"`` does. For a
         latent-class model, ``"auto"`` (default) fits the maximum-likelihood estimate
         first (``LatentClassPMF(rank, random_state=random_seed)``: many starts, the
-        best kept) and starts every chain at its best optimum. ``"optima"`` fits the
+        best kept) and starts every chain at its best optimum; above
+        ``START_SUBSAMPLE_ROWS`` (20,000) rows it fits a random subsample of that
+        many rows (30 starts) and refines that estimate on every row by SQUAREM-PMF
+        (:func:`~bayespmf.models.posterior.subsample_start`: seconds where the fit of
+        every row from hundreds of starts took minutes; ``"optima"`` then reads the
+        subsample's optima), and ``posterior.attrs`` record it
+        (``start_subsample_rows``, ``start_refine_iter``, ``start_refine_converged``,
+        their seconds); ``posterior.attrs["start_time"]`` is the seconds of the
+        start, every ``init``. ``"optima"`` fits the
         same estimate and starts the chains at its *distinct* optima within
         ``OPTIMA_WINDOW`` log-likelihood units of the best, in turn (chain ``c`` at
         optimum ``c mod k``; a fitted LatentClassPMF may be passed as
@@ -191,7 +199,18 @@ def sample(
         was the fastest NUTS on larger data (:ref:`bench-jax`).
     draws, tune, chains : int
         For NUTS; for ADVI ``draws`` samples are taken from the fitted approximation
-        (one chain) after ``advi_iterations`` optimization steps.
+        (one chain) after ``advi_iterations`` optimization steps. ``draws`` and
+        ``tune`` not given: 1000 each, except with ``method="gibbs"`` on a
+        latent-class model without covariates (at least 2 chains, no
+        ``var_names``), which then samples **to a target by default**:
+        ``target_ess`` 400 (``DEFAULT_TARGET_ESS``), ``target_rhat`` 1.01 and
+        ``max_time`` 600 s (``DEFAULT_MAX_TIME``) unless given, a first batch of
+        200 draws after a burn-in of 200 (``TARGET_FIRST_DRAWS``, ``TARGET_TUNE``),
+        each draw :func:`bayespmf.models.gibbs.target_sweeps` sweeps (thinned: 64
+        on small data, 1 from 1e6 observed entries on) unless ``n_sweeps`` is
+        given; see ``target_ess`` for the batches, the attrs and the
+        ``ConvergenceWarning`` where ``max_time`` comes first. Pass ``draws`` for
+        a run of fixed length (``tune`` then 1000 unless given).
     random_seed : int, sequence of int or numpy.random.Generator, optional
         Checked before any work: anything NumPy cannot seed with (a string, a float,
         a negative int) is a ``ValueError`` naming ``random_seed``.
@@ -599,8 +618,13 @@ START_SUBSAMPLE_ROWS = 20_000
 START_SUBSAMPLE_N_INIT = 30
 
 #: Most SQUAREM-PMF cycles of the refinement on every row (it stops earlier at the
-#: fit's own tolerance; where it stops here, the estimate records it).
-START_REFINE_MAX_ITER = 200
+#: fit's own tolerance; where it stops here, the estimate records it). A start need
+#: not be the maximum itself: draws of the posterior sit about half the number of
+#: free parameters below it in log-likelihood (hundreds of units at rank 5 with 20
+#: variables), and on the 1e6-row case of ``benchmarks/bayes_scale.py`` 20 cycles
+#: came within 7 units of the converged refinement, while 200 cycles from another
+#: subsample took 115 s without meeting the tolerance.
+START_REFINE_MAX_ITER = 50
 
 
 def subsample_start(data, n_components: int, random_seed=None):

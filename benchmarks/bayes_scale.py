@@ -6,28 +6,26 @@ Rows (``--rows``, default all four):
   of every sampler; bulk ESS per second of Gibbs (500 + 2000 draws) and of NUTS, PyMC's
   and numpyro's (500 + 500). Goal: Gibbs >= 10x PyMC's NUTS on every seed.
 * ``weak``: the weakly separated simulated case of issue 13 (S=2000, N=15, I=10, F=5,
-  half missing, ``make_latent_class(..., random_state=t)`` for t in 0, 1, 6, as
-  ``benchmarks/bayes_latent_class.py --compare --sim-variables 15``), rank 5, 2 chains
-  started at ``LatentClassPMF(5, random_state=0)``. Goal: aligned r-hat <= 1.01 and
-  bulk ESS >= 400 in <= 60 s on 2 cores, on every truth. ``--weak-init optima``
-  starts the chains at the fit's distinct optima instead (``sample(init="optima")``),
-  ``--weak-sweeps`` sets the sweeps per draw (one Gibbs run per value).
-  ``--weak-target-ess 400`` adds one run per truth that samples to a target instead of
-  a length: ``sample(model, method="gibbs", init=<the fit>, target_ess=400,
-  max_time=--weak-max-time, random_seed=<truth>, chains=2)`` with ``sample``'s default
-  ``draws`` and ``tune`` as its first batch; its ``s`` is the call's wall time (every
-  batch and check, the fit not included), its draws the total per chain, and a line
-  gives its batches and whether the target was reached.
-* ``scale``: S = 1e5 and 1e6 rows (N=20, I=10, F=5, half missing), 4 chains x
-  (200 + 1000) Gibbs draws, ``log_likelihood=False``. Goal at 1e6: <= 10 min on 2
-  cores, memory beyond the data <= 1 GB. The chains start at a fit on the first
-  ``--scale-fit-rows`` rows (20,000). NUTS is not run (one gradient at 1e5 costs
-  about 25 ms and a draw 15-110 of them: hours).
+  half missing, ``make_latent_class(..., random_state=t)`` for t in ``--weak-truths``,
+  default 0, 1, 6), rank 5: the user's one call with the defaults,
+  ``sample(latent_class_model(data, 5), method="gibbs", random_seed=t)`` (start
+  included, 4 chains, sampled to the default target; ``--weak-max-time`` caps it
+  below sample's default 600 s). Goal: aligned r-hat <= 1.01 and bulk ESS >= 400 in
+  <= 60 s on 2 cores, on every truth. ``--weak-fixed`` adds the runs of fixed length
+  from one ``LatentClassPMF(5, random_state=0)`` fit (``--weak-sweeps``,
+  ``--weak-init optima``, ``--weak-nuts``); ``--weak-target-ess 400`` one run per
+  truth from that fit with ``target_ess`` and 2 chains.
+* ``scale``: S = 1e5 and 1e6 rows (N=20, I=10, F=5, half missing): the same default
+  call (``log_likelihood=False``; ``--scale-max-time`` caps it, ``--quick`` only).
+  Goal at 1e6: r-hat <= 1.01, ESS >= 400, <= 10 min on 2 cores, memory beyond the
+  data <= 1 GB. NUTS is not run (one gradient at 1e5 costs about 25 ms and a draw
+  15-110 of them: hours).
 * ``dask``: 1e7 rows through ``run_dask_row`` of ``benchmarks/_scale_dask.py`` (flat
   memory); skipped, with the reason printed, where that module is absent.
 
-Per run: wall seconds of ``sample`` (``sampling_time``: compilation included, the
-point estimate not; ``fit s`` is the point estimate), worst aligned r-hat and
+Per run: wall seconds of ``sample`` (for a default call the whole call, start
+included, and a line with the start's seconds, the sampler's and the total, the load
+average), ``fit s`` the point estimate, worst aligned r-hat and
 smallest bulk ESS over every entry of the weights and factors, ESS per second and,
 for the ``scale`` rows, the peak memory of the process and its chain processes
 (proportional set size, sampled every 0.2 s) minus the bytes of the data's codes, and
@@ -176,55 +174,131 @@ def row_car(args):
                 print(f"{'car':<6} {case:<16} gibbs / {label}: {ratio:.1f}x (goal >= 10x)")
 
 
+def timed_sample(model, seed, **kw):
+    """``sample(model, method="gibbs", random_seed=seed, **kw)``, quiet, timed.
+
+    No progress bar and no log-likelihood group; warnings off. Returns the summary
+    (r-hat and ESS of every entry of the result, ``seconds`` the call's wall time,
+    ``load`` the larger 1-minute load average of its start and end), the result and
+    the peak memory.
+    """
+    load = os.getloadavg()[0]
+    with PeakMemory() as mem:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = sample(
+                model,
+                method="gibbs",
+                random_seed=seed,
+                progressbar=False,
+                log_likelihood=False,
+                **kw,
+            )
+        wall = time.perf_counter() - t0
+    s = summary(idata)
+    s["seconds"], s["ess_per_s"] = wall, s["ess_bulk"] / wall
+    s["load"] = max(load, os.getloadavg()[0])
+    return s, idata, mem
+
+
+def default_call(model, seed, max_time=None):
+    """The user's one call with the defaults: ``sample(model, method="gibbs")``.
+
+    Start included (``init="auto"``), 4 chains, sampled to the default target
+    (``target_ess`` 400, ``target_rhat`` 1.01, ``max_time`` 600 s unless
+    ``max_time`` is given: only ``--quick`` does). Returns the summary, the
+    posterior attrs and the peak memory (:func:`timed_sample`).
+    """
+    s, idata, mem = timed_sample(
+        model, seed, **({} if max_time is None else {"max_time": max_time})
+    )
+    return s, idata.posterior.attrs, mem
+
+
+def show_default(row, case, s, attrs, mem, data_mb):
+    """One line of a default call: start, sampling and total seconds, r-hat, ESS, MB."""
+    draws = sum(attrs.get("target_batches", [0]))
+    show(
+        row,
+        case,
+        "gibbs default",
+        4,
+        attrs["tuning_steps"],
+        draws,
+        attrs["start_time"],
+        s,
+        mem,
+        data_mb,
+    )
+    met = s["r_hat"] <= 1.01 and s["ess_bulk"] >= 400
+    start = {k: attrs[k] for k in attrs if k.startswith("start_")}
+    print(
+        f"{row:<6} {case:<16} start {attrs['start_time']:.1f} s, sampler "
+        f"{attrs['sampling_time']:.1f} s, total {s['seconds']:.1f} s; r-hat "
+        f"{s['r_hat']:.4f}, ESS {s['ess_bulk']:.0f} (target "
+        f"{'reached' if attrs.get('target_reached') else 'NOT reached'}: "
+        f"{'yes' if met else 'no'}); batches {list(attrs.get('target_batches', []))}; "
+        f"peak {mem.peak:.0f} MB, before {mem.before:.0f} MB, data {data_mb:.0f} MB; "
+        f"load {s['load']:.2f}; {start}",
+        flush=True,
+    )
+
+
+def weak_data(args, truth_seed):
+    data, _ = make_latent_class(
+        args.weak_rows,
+        10,
+        5,
+        0.5,
+        n_variables=15,
+        drop_empty_rows=True,
+        random_state=truth_seed,
+    )
+    return data
+
+
 def row_weak(args):
     for truth_seed in args.weak_truths:
-        data, _ = make_latent_class(
-            args.weak_rows,
-            10,
-            5,
-            0.5,
-            n_variables=15,
-            drop_empty_rows=True,
-            random_state=truth_seed,
-        )
+        data = weak_data(args, truth_seed)
         model = latent_class_model(data, 5)
+        case = f"S={args.weak_rows} truth {truth_seed}"
+        data_mb = np.asarray(data.codes).nbytes / 2**20
+        s, attrs, mem = default_call(model, truth_seed, args.weak_max_time or None)
+        show_default("weak", case, s, attrs, mem, data_mb)
+        met = s["r_hat"] <= 1.01 and s["ess_bulk"] >= 400 and s["seconds"] <= 60
+        print(f"{'weak':<6} {case:<16} goal (<= 60 s) met: {'yes' if met else 'no'}")
+        if not (args.weak_fixed or args.weak_target_ess):
+            continue
         t0 = time.perf_counter()
         point = LatentClassPMF(5, random_state=0, **n_init(args.weak_n_init)).fit(data)
         fit_s = time.perf_counter() - t0
-        case = f"S={args.weak_rows} truth {truth_seed}"
-        runs = [("gibbs", k, init) for init in args.weak_init for k in args.weak_sweeps]
-        runs += [(name, None, "auto") for name in nuts_samplers(args.weak_nuts)]
-        for sampler, k, init in runs:
-            start = ("optima", point) if init == "optima" else point
-            s, label = run_one(args, "weak", model, start, sampler, seed=truth_seed, k=k)
-            if init == "optima":
-                label += " opt"
-            show("weak", case, label, 2, s["tune"], s["draws"], fit_s, s)
-            met = s["r_hat"] <= 1.01 and s["ess_bulk"] >= 400 and s["seconds"] <= 60
-            print(f"{'weak':<6} {case:<16} {label}: goal met: {'yes' if met else 'no'}")
+        if args.weak_fixed:
+            runs = [("gibbs", k, init) for init in args.weak_init for k in args.weak_sweeps]
+            runs += [(name, None, "auto") for name in nuts_samplers(args.weak_nuts)]
+            for sampler, k, init in runs:
+                start = ("optima", point) if init == "optima" else point
+                s, label = run_one(
+                    args, "weak", model, start, sampler, seed=truth_seed, k=k
+                )
+                if init == "optima":
+                    label += " opt"
+                show("weak", case, label, 2, s["tune"], s["draws"], fit_s, s)
         if args.weak_target_ess:
             weak_target(args, model, point, case, fit_s, truth_seed)
 
 
 def weak_target(args, model, point, case, fit_s, seed):
     """One ``sample(..., target_ess=...)`` run of a weak truth (see the docstring)."""
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        idata = sample(
-            model,
-            method="gibbs",
-            init=point,
-            target_ess=args.weak_target_ess,
-            max_time=args.weak_max_time,
-            random_seed=seed,
-            chains=2,
-            progressbar=False,
-            log_likelihood=False,
-        )
-    wall = time.perf_counter() - t0
-    s = summary(idata)
-    s["seconds"], s["ess_per_s"] = wall, s["ess_bulk"] / wall
+    s, idata, _ = timed_sample(
+        model,
+        seed,
+        init=point,
+        target_ess=args.weak_target_ess,
+        max_time=args.weak_target_max_time,
+        chains=2,
+    )
+    wall = s["seconds"]
     attrs = idata.posterior.attrs
     label = f"gibbs->{args.weak_target_ess:g}"
     draws = idata.posterior.sizes["draw"]
@@ -232,8 +306,8 @@ def weak_target(args, model, point, case, fit_s, seed):
     print(
         f"{'weak':<6} {case:<16} {label}: target "
         f"{'reached' if attrs['target_reached'] else 'NOT reached'} (max_time "
-        f"{args.weak_max_time:g} s); batches {list(attrs['target_batches'])}, their "
-        f"seconds {[round(v, 1) for v in attrs['target_batch_seconds']]} (checks "
+        f"{args.weak_target_max_time:g} s); batches {list(attrs['target_batches'])}, "
+        f"their seconds {[round(v, 1) for v in attrs['target_batch_seconds']]} (checks "
         f"{[round(v, 1) for v in attrs['target_check_seconds']]}); sampler "
         f"{attrs['sampling_time']:.1f} s of {wall:.1f} s",
         flush=True,
@@ -246,40 +320,15 @@ def row_scale(args):
             n_rows, 10, 5, 0.5, n_variables=20, drop_empty_rows=True, random_state=0
         )
         data_mb = np.asarray(data.codes).nbytes / 2**20
-        t0 = time.perf_counter()
-        # the start: a fit on the first rows (a fit on all 1e5 rows took 12 min)
-        head = data[: min(n_rows, args.scale_fit_rows)]
-        point = LatentClassPMF(5, random_state=0, n_init=args.scale_n_init).fit(head)
-        fit_s = time.perf_counter() - t0
         model = latent_class_model(data, 5)
-        with PeakMemory() as mem:
-            s, _ = run_sample(
-                model,
-                point,
-                "gibbs",
-                draws=args.scale_draws,
-                tune=args.scale_tune,
-                chains=4,
-                seed=0,
-                **({"cores": args.scale_cores} if args.scale_cores else {}),
-            )
-        show(
-            "scale",
-            f"S={n_rows:.0e}",
-            "gibbs",
-            4,
-            args.scale_tune,
-            args.scale_draws,
-            fit_s,
-            s,
-            mem,
-            data_mb,
-        )
+        s, attrs, mem = default_call(model, 0, args.scale_max_time or None)
+        show_default("scale", f"S={n_rows:.0e}", s, attrs, mem, data_mb)
+        met = s["r_hat"] <= 1.01 and s["ess_bulk"] >= 400 and s["seconds"] <= 600
         print(
-            f"{'scale':<6} S={n_rows:.0e}: data {data_mb:.0f} MB, peak {mem.peak:.0f} MB "
-            f"(process and chain processes; cores={args.scale_cores or 'PyMC default'}), "
-            f"before sample {mem.before:.0f} MB; "
-            "NUTS not run (hours at 1e5)"
+            f"{'scale':<6} S={n_rows:.0e}: goal (<= 600 s, <= 1024 MB beyond the data) "
+            f"met: {'yes' if met and mem.peak - data_mb <= 1024 else 'no'}; NUTS not "
+            "run (hours at 1e5)",
+            flush=True,
         )
 
 
@@ -317,32 +366,39 @@ def main(argv=None):
     ap.add_argument("--weak-nuts", nargs="*", default=["numpyro"])
     ap.add_argument("--weak-init", nargs="+", choices=["auto", "optima"], default=["auto"])
     ap.add_argument(
+        "--weak-fixed",
+        action="store_true",
+        help="also the runs of fixed length from one LatentClassPMF(5, random_state=0) "
+        "fit (--weak-sweeps, --weak-init, --weak-nuts)",
+    )
+    ap.add_argument(
         "--weak-sweeps", type=int, nargs="+", default=[0], help="0: the default"
     )
     ap.add_argument(
         "--weak-target-ess",
         type=float,
         default=0,
-        help="also sample each weak truth to this bulk ESS (target_ess; 0: not run)",
+        help="also sample each weak truth from that fit to this bulk ESS, 2 chains",
     )
     ap.add_argument(
-        "--weak-max-time", type=float, default=300, help="max_time of that run (s)"
+        "--weak-target-max-time", type=float, default=300, help="its max_time (s)"
+    )
+    ap.add_argument(
+        "--weak-max-time",
+        type=float,
+        default=0,
+        help="max_time of the default call (0: sample's default)",
     )
     ap.add_argument("--weak-gibbs-draws", type=int, default=2000)
     ap.add_argument("--weak-gibbs-tune", type=int, default=500)
     ap.add_argument("--weak-nuts-draws", type=int, default=2000)
     ap.add_argument("--weak-nuts-tune", type=int, default=1000)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
-    ap.add_argument("--scale-draws", type=int, default=1000)
-    ap.add_argument("--scale-tune", type=int, default=200)
-    ap.add_argument("--scale-n-init", type=int, default=4, help="starts of the fit")
-    ap.add_argument("--scale-fit-rows", type=int, default=20_000, help="rows it fits")
     ap.add_argument(
-        "--scale-cores",
-        type=int,
+        "--scale-max-time",
+        type=float,
         default=0,
-        help="pm.sample's cores for the scale rows (0: PyMC's default, one process per "
-        "core; 1: the chains one after another in this process, each sweep on threads)",
+        help="max_time of the default call (0: sample's default)",
     )
     ap.add_argument("--dask-rows", type=int, default=10_000_000)
     ap.add_argument("--dask-draws", type=int, default=1000)
@@ -362,11 +418,9 @@ def main(argv=None):
         weak_nuts=[],
         weak_gibbs_draws=150,
         weak_gibbs_tune=50,
+        weak_max_time=5,
         sizes=[5_000],
-        scale_draws=60,
-        scale_tune=20,
-        scale_n_init=1,
-        scale_fit_rows=5_000,
+        scale_max_time=5,
         dask_rows=20_000,
         dask_draws=50,
     )

@@ -14,7 +14,13 @@ from bayespmf.models.gibbs import LatentClassGibbs
 from bayespmf.models.gibbs_distal import OutcomeGibbs
 from bayespmf.models.gibbs_regression import RegressionFactorGibbs
 from bayespmf.models.latent_class import LatentClassRows, latent_class_model, model_data
-from bayespmf.models.posterior import align_labels, initvals, model_family, sample
+from bayespmf.models.posterior import (
+    align_labels,
+    initvals,
+    model_family,
+    sample,
+    subsample_start,
+)
 from bayespmf.models.predict import impute, posterior_class_proba, posterior_predict_proba
 from bayespmf.models.regression import (
     LatentClassRegressionRows,
@@ -51,4 +57,5 @@ __all__ = [
     "select_n_components",
     "simplex_nest_model",
     "stacking_weights",
+    "subsample_start",
 ]

@@ -30,11 +30,22 @@ from bayespmf.models._sampling import (
     run_sampler,
 )
 from bayespmf.models._start import check_jitter
-from bayespmf.models._target import check_sample_target, sample_to_target
+from bayespmf.models._target import (
+    DEFAULT_MAX_TIME,
+    DEFAULT_TARGET_ESS,
+    TARGET_FIRST_DRAWS,
+    TARGET_TUNE,
+    check_sample_target,
+    sample_to_target,
+)
+from bayespmf.models.gibbs import target_sweeps
 
 __all__ = [
+    "DEFAULT_DRAWS",
+    "DEFAULT_TUNE",
     "LOG_LIKELIHOOD_MAX_BYTES",
     "Family",
+    "default_length",
     "log_likelihood_bytes",
     "sample_family",
 ]
@@ -43,6 +54,63 @@ __all__ = [
 #: ``sample(log_likelihood="auto")`` computes; above it the group is skipped with a
 #: warning (at 1e6 rows, 4 chains x 1000 draws it would be 32 GB).
 LOG_LIKELIHOOD_MAX_BYTES = 2**30
+
+#: ``draws`` and ``tune`` of a run of fixed length when they are not given.
+DEFAULT_DRAWS = DEFAULT_TUNE = 1000
+
+
+def default_length(
+    family_name: str,
+    method: str,
+    chains,
+    sample_kwargs: dict,
+    *,
+    draws,
+    tune,
+    target_ess,
+    target_rhat,
+    max_time,
+):
+    """``(draws, tune, target_ess, target_rhat, max_time)`` with the defaults filled in.
+
+    ``method="gibbs"`` on a latent-class model without covariates, at least 2 chains
+    and no ``var_names``, with neither ``draws`` nor ``target_ess`` given, samples to
+    a target by default: ``target_ess`` :data:`~bayespmf.models._target.DEFAULT_TARGET_ESS`
+    (400) and ``max_time`` :data:`~bayespmf.models._target.DEFAULT_MAX_TIME` unless
+    given. Sampling to a target (by default or asked for) with ``draws`` or ``tune``
+    not given starts with ``TARGET_TUNE`` + ``TARGET_FIRST_DRAWS`` draws. Any other
+    run without ``draws`` or ``tune`` takes :data:`DEFAULT_DRAWS` and
+    :data:`DEFAULT_TUNE` (a fixed length, as before).
+
+    Examples
+    --------
+    >>> none = dict.fromkeys(["draws", "tune", "target_ess", "target_rhat", "max_time"])
+    >>> default_length("latent_class", "gibbs", 4, {}, **none)
+    (200, 200, 400.0, None, 600.0)
+    >>> default_length("latent_class", "gibbs", 4, {}, **{**none, "draws": 500})
+    (500, 1000, None, None, None)
+    >>> default_length("latent_class", "nuts", 4, {}, **none)
+    (1000, 1000, None, None, None)
+    """
+    chains_ok = isinstance(chains, int | np.integer) and chains >= 2
+    if (
+        draws is None
+        and target_ess is None
+        and method == "gibbs"
+        and family_name == "latent_class"
+        and chains_ok
+        and sample_kwargs.get("var_names") is None
+    ):
+        target_ess = DEFAULT_TARGET_ESS
+        if max_time is None:
+            max_time = DEFAULT_MAX_TIME
+    if target_ess is not None:
+        draws = TARGET_FIRST_DRAWS if draws is None else draws
+        tune = TARGET_TUNE if tune is None else tune
+    else:
+        draws = DEFAULT_DRAWS if draws is None else draws
+        tune = DEFAULT_TUNE if tune is None else tune
+    return draws, tune, target_ess, target_rhat, max_time
 
 
 class Family(NamedTuple):
@@ -122,8 +190,8 @@ def sample_family(
     init,
     method: str,
     nuts_sampler: str,
-    draws: int,
-    tune: int,
+    draws: int | None,
+    tune: int | None,
     chains: int,
     random_seed,
     progressbar: bool,
@@ -159,6 +227,17 @@ def sample_family(
         raise DataValidationError(
             f"{family.method_error.format(owner=owner)}; got method={method!r}{note}."
         )
+    draws, tune, target_ess, target_rhat, max_time = default_length(
+        family.name,
+        method,
+        chains,
+        sample_kwargs,
+        draws=draws,
+        tune=tune,
+        target_ess=target_ess,
+        target_rhat=target_rhat,
+        max_time=max_time,
+    )
     # unknown keywords and empty ADVI runs are refused before the point estimate is fit
     draws, tune, chains = check_sampler_args(
         method,
@@ -207,10 +286,12 @@ def sample_family(
         )
     jitter = check_jitter(jitter, owner)
     rng = np.random.default_rng(random_seed)
+    t_start = time.perf_counter()
     if mode is None:
         point = family.point(model, init, random_seed)
     elif point is None:
         point = family.estimate(model, random_seed)
+    start_time = time.perf_counter() - t_start
     starts = family.optima(point) if mode == "optima" else None
     n_chains = chains if method != "advi" else 1
     initvals = None
@@ -260,6 +341,7 @@ def sample_family(
             started=started,
             sample_kwargs=sample_kwargs,
         )
+    idata.posterior.attrs["start_time"] = start_time
     if log_likelihood == "auto":
         size = log_likelihood_bytes(model, n_chains, idata.posterior.sizes["draw"])
         log_likelihood = size <= LOG_LIKELIHOOD_MAX_BYTES
@@ -311,7 +393,11 @@ def _sample_to_target(
     """Batches of the sampler until ``target`` (see :func:`sample_family`)."""
     kwargs = dict(sample_kwargs)
     with sampled:  # one Gibbs step for every batch (its rows are prepared once)
-        kwargs["step"] = gibbs_step(sampled, chains, kwargs)
+        step = kwargs["step"] = gibbs_step(sampled, chains, kwargs)
+    if "n_sweeps" not in sample_kwargs and hasattr(step, "_indices"):
+        # the draws are not the user's: thinned, so that pm.sample's cost per draw
+        # and the checks of every stored draw are a small share of the sweeps'
+        step.n_sweeps = target_sweeps(step._indices.size)
     if align and point is None:  # the reference of every check's alignment, fit once
         point = family.estimate(model, random_seed)
 
@@ -338,7 +424,7 @@ def _sample_to_target(
             return raw["posterior"].to_dataset()
         return family.align_more(raw, aligned)
 
-    return sample_to_target(
+    result = sample_to_target(
         run,
         finish,
         align_more,
@@ -351,6 +437,8 @@ def _sample_to_target(
         started=started,
         owner=owner,
     )
+    result.posterior.attrs["gibbs_sweeps_per_draw"] = int(getattr(step, "n_sweeps", 1))
+    return result
 
 
 def _init_mode(family: Family, init, owner: str):

@@ -26,8 +26,12 @@ from bayespmf._validation import ConvergenceWarning, DataValidationError, check_
 from bayespmf.models.diagnostics import rhat_ess_bulk
 
 __all__ = [
+    "DEFAULT_MAX_TIME",
+    "DEFAULT_TARGET_ESS",
     "DEFAULT_TARGET_RHAT",
     "ESS_MARGIN",
+    "TARGET_FIRST_DRAWS",
+    "TARGET_TUNE",
     "TargetSpec",
     "check_sample_target",
     "entry_stats",
@@ -37,6 +41,22 @@ __all__ = [
 
 #: ``target_rhat`` when only ``target_ess`` is given (the usual threshold).
 DEFAULT_TARGET_RHAT = 1.01
+
+#: ``target_ess`` of ``sample(..., method="gibbs")`` when neither ``draws`` nor
+#: ``target_ess`` is given: the bulk ESS usually asked of every entry (Vehtari et al.
+#: 2021 suggest at least 100 per chain; 400 is that for 4 chains).
+DEFAULT_TARGET_ESS = 400.0
+
+#: ``max_time`` (seconds, the point estimate included) of that default target: the
+#: longest a default call runs before it returns what it has, with a warning.
+DEFAULT_MAX_TIME = 600.0
+
+#: Sampling to a target without ``draws`` / ``tune`` given: the first batch's draws
+#: and its burn-in (per chain; each draw is ``n_sweeps`` Gibbs sweeps). Small, so
+#: that a first batch on large data leaves time for the further ones (which grow to
+#: as many draws as so far: the burn-in becomes a shrinking share).
+TARGET_FIRST_DRAWS = 200
+TARGET_TUNE = 200
 
 #: A batch sized from the ESS so far asks for this much more ESS than the target, so
 #: that the noise of the ESS estimate rarely leaves it just short.

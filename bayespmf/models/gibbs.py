@@ -37,7 +37,13 @@ from bayespmf.models._names import OBSERVED_NAME
 from bayespmf.models._rows_dist import LatentClassRows
 from bayespmf.pmf import observed_csr
 
-__all__ = ["LatentClassGibbs", "bind_step", "default_sweeps", "simplex_maps"]
+__all__ = [
+    "LatentClassGibbs",
+    "bind_step",
+    "default_sweeps",
+    "simplex_maps",
+    "target_sweeps",
+]
 
 _FACTOR_PREFIX = "A_"
 _LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
@@ -67,6 +73,35 @@ def default_sweeps(n_entries: int) -> int:
     (8, 4, 1)
     """
     return int(min(DEFAULT_SWEEPS, max(1, -(-SWEEP_ENTRIES // max(1, int(n_entries))))))
+
+
+#: Sampling to a target (``sample(..., method="gibbs")`` without ``draws``): the
+#: observed entries that one recorded draw covers at least. ``pm.sample``'s cost per
+#: draw, and the alignment and checks of every stored draw, are worth several sweeps
+#: on small data; a draw of 1e6 entries makes them a small share
+#: (:ref:`bench-gibbs-default-target`). With a target the number of draws is not the
+#: user's, so they are thinned.
+TARGET_SWEEP_ENTRIES = 1_000_000
+
+#: The most sweeps per draw :func:`target_sweeps` gives (tiny data).
+TARGET_MAX_SWEEPS = 64
+
+
+def target_sweeps(n_entries: int) -> int:
+    """Sweeps per draw when sampling to a target, unless ``n_sweeps`` is given.
+
+    ``min(TARGET_MAX_SWEEPS, ceil(TARGET_SWEEP_ENTRIES / n_entries))``: one sweep
+    from 1e6 observed entries on (as :func:`default_sweeps` from 1e5).
+
+    Examples
+    --------
+    >>> target_sweeps(15_027), target_sweeps(10_368), target_sweeps(10**7)
+    (64, 64, 1)
+    >>> target_sweeps(100_000)
+    10
+    """
+    need = -(-TARGET_SWEEP_ENTRIES // max(1, int(n_entries)))
+    return int(min(TARGET_MAX_SWEEPS, max(1, need)))
 
 
 def _refuse(why: str):

@@ -25,7 +25,12 @@ from bayespmf.data import CategoricalData
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
 from bayespmf.models._binding import optima_starts, params_of
 from bayespmf.models._draws import posterior_params, variable_names
-from bayespmf.models._families import Family, sample_family
+from bayespmf.models._families import (
+    DEFAULT_DRAWS,
+    DEFAULT_TUNE,
+    Family,
+    sample_family,
+)
 from bayespmf.models._pivot import (
     drop_logratios,
     fused_pivot_model,
@@ -49,11 +54,13 @@ __all__ = [
     "FAMILIES",
     "MODEL_FAMILIES",
     "SIMPLEX_TRANSFORMS",
+    "START_SUBSAMPLE_ROWS",
     "align_labels",
     "family_of",
     "initvals",
     "model_family",
     "sample",
+    "subsample_start",
 ]
 
 #: The ``simplex_transform`` options of :func:`sample`.
@@ -67,8 +74,8 @@ def sample(
     init="auto",
     method: str = "nuts",
     nuts_sampler: str = "pymc",
-    draws: int = 1000,
-    tune: int = 1000,
+    draws: int | None = None,
+    tune: int | None = None,
     chains: int = 4,
     random_seed=None,
     progressbar: bool = True,
@@ -116,7 +123,15 @@ def sample(
         ``vertices``; ``None`` fits their estimate as ``"auto"`` does. For a
         latent-class model, ``"auto"`` (default) fits the maximum-likelihood estimate
         first (``LatentClassPMF(rank, random_state=random_seed)``: many starts, the
-        best kept) and starts every chain at its best optimum. ``"optima"`` fits the
+        best kept) and starts every chain at its best optimum; above
+        ``START_SUBSAMPLE_ROWS`` (20,000) rows it fits a random subsample of that
+        many rows (30 starts) and refines that estimate on every row by SQUAREM-PMF
+        (:func:`~bayespmf.models.posterior.subsample_start`: seconds where the fit of
+        every row from hundreds of starts took minutes; ``"optima"`` then reads the
+        subsample's optima), and ``posterior.attrs`` record it
+        (``start_subsample_rows``, ``start_refine_iter``, ``start_refine_converged``,
+        their seconds); ``posterior.attrs["start_time"]`` is the seconds of the
+        start, every ``init``. ``"optima"`` fits the
         same estimate and starts the chains at its *distinct* optima within
         ``OPTIMA_WINDOW`` log-likelihood units of the best, in turn (chain ``c`` at
         optimum ``c mod k``; a fitted LatentClassPMF may be passed as
@@ -192,7 +207,18 @@ def sample(
         on a CPU (:ref:`bench-gpu`); ``posterior.attrs["jax_data"]`` records it.
     draws, tune, chains : int
         For NUTS; for ADVI ``draws`` samples are taken from the fitted approximation
-        (one chain) after ``advi_iterations`` optimization steps.
+        (one chain) after ``advi_iterations`` optimization steps. ``draws`` and
+        ``tune`` not given: 1000 each, except with ``method="gibbs"`` on a
+        latent-class model without covariates (at least 2 chains, no
+        ``var_names``), which then samples **to a target by default**:
+        ``target_ess`` 400 (``DEFAULT_TARGET_ESS``), ``target_rhat`` 1.01 and
+        ``max_time`` 600 s (``DEFAULT_MAX_TIME``) unless given, a first batch of
+        200 draws after a burn-in of 200 (``TARGET_FIRST_DRAWS``, ``TARGET_TUNE``),
+        each draw :func:`bayespmf.models.gibbs.target_sweeps` sweeps (thinned: 64
+        on small data, 1 from 1e6 observed entries on) unless ``n_sweeps`` is
+        given; see ``target_ess`` for the batches, the attrs and the
+        ``ConvergenceWarning`` where ``max_time`` comes first. Pass ``draws`` for
+        a run of fixed length (``tune`` then 1000 unless given).
     random_seed : int, sequence of int or numpy.random.Generator, optional
         Checked before any work: anything NumPy cannot seed with (a string, a float,
         a negative int) is a ``ValueError`` naming ``random_seed``.
@@ -430,8 +456,8 @@ def _sample_chunked(
         ddata,
         n_components,
         init=init,
-        draws=draws,
-        tune=tune,
+        draws=DEFAULT_DRAWS if draws is None else draws,
+        tune=DEFAULT_TUNE if tune is None else tune,
         chains=chains,
         random_seed=random_seed,
         align=align,
@@ -591,10 +617,115 @@ def align_labels(idata, reference, data=None, *, n_refine: int = 2):
 # ------------------------------------------------------------ the latent-class family
 
 
+#: Rows above which the default start of a latent-class model (``init="auto"``) is
+#: fitted on a random subsample of this many rows, then refined on every row
+#: (:func:`subsample_start`); at or below it, the full multi-start fit of every row.
+START_SUBSAMPLE_ROWS = 20_000
+
+#: Starts of the subsample's fit (the ``n_init`` of its ``LatentClassPMF``).
+START_SUBSAMPLE_N_INIT = 30
+
+#: Most SQUAREM-PMF cycles of the refinement on every row (it stops earlier at the
+#: fit's own tolerance; where it stops here, the estimate records it). A start need
+#: not be the maximum itself: draws of the posterior sit about half the number of
+#: free parameters below it in log-likelihood, so a few cycles from the subsample's
+#: estimate reach the posterior's bulk (:ref:`bench-gibbs-default-target`).
+START_REFINE_MAX_ITER = 50
+
+
+def subsample_start(data, n_components: int, random_seed=None):
+    """The default start on large data: a subsample's fit, refined on every row.
+
+    ``LatentClassPMF(n_components, n_init=START_SUBSAMPLE_N_INIT)`` is fitted on
+    :data:`START_SUBSAMPLE_ROWS` rows drawn at random without replacement, and its
+    estimate refined on every row by SQUAREM-PMF from that one start
+    (:func:`bayespmf.fit.fit_em`, at most :data:`START_REFINE_MAX_ITER` cycles, its
+    default tolerance). A fit of every row from hundreds of starts costs minutes
+    at 1e5 rows; a start for the chains needs the basin of a good optimum and then
+    the full-data optimum in it, which this finds in seconds (the chains then move
+    away from it by the posterior's own spread). The subsample and the fits are
+    seeded from ``random_seed`` (one seed, one start).
+
+    Returns the subsample's :class:`~bayespmf.estimators.LatentClassPMF` with the
+    refined ``weights_``, ``factors_`` and ``loglik_`` (of every row; its ``optima_``
+    stay the subsample's, which ``init="optima"`` reads), and
+    ``start_subsample_rows_``, ``start_subsample_loglik_`` (its fit's log-likelihood
+    on the subsample), ``start_subsample_seconds_``, ``start_refine_iter_`` (the
+    cycles on every row), ``start_refine_converged_`` (False where it stopped at
+    ``START_REFINE_MAX_ITER``) and ``start_refine_seconds_``; :func:`sample` records
+    them in ``posterior.attrs``. Where the refinement stops at the cycle cap, its
+    ``ConvergenceWarning`` is recorded there instead of shown (a start need not be
+    the optimum itself; the chains move from it).
+
+    Examples
+    --------
+    >>> from bayespmf.datasets import make_latent_class
+    >>> data, _ = make_latent_class(3000, 3, 2, 0.5, n_variables=6, random_state=0)
+    >>> import bayespmf.models.posterior as post
+    >>> post.START_SUBSAMPLE_ROWS, keep = 500, post.START_SUBSAMPLE_ROWS
+    >>> est = subsample_start(data, 2, random_seed=0)
+    >>> post.START_SUBSAMPLE_ROWS = keep
+    >>> est.start_subsample_rows_, est.weights_.shape
+    (500, (2,))
+    """
+    import copy
+    import time
+    import warnings
+
+    from bayespmf._validation import ConvergenceWarning
+    from bayespmf.estimators import LatentClassPMF
+    from bayespmf.fit.em import fit_em
+
+    rng = np.random.default_rng(random_seed)
+    n_rows = data.codes.shape[0]
+    size = min(n_rows, START_SUBSAMPLE_ROWS)
+    rows = np.sort(rng.choice(n_rows, size=size, replace=False))
+    t0 = time.perf_counter()
+    sub = LatentClassPMF(
+        n_components,
+        n_init=START_SUBSAMPLE_N_INIT,
+        random_state=int(rng.integers(2**31 - 1)),
+    ).fit(data[rows])
+    t1 = time.perf_counter()
+    with warnings.catch_warnings():  # the cycle cap is recorded below, not shown
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        params, info = fit_em(
+            data,
+            n_components,
+            init=(sub.weights_, sub.factors_),
+            accelerate="squarem",
+            max_iter=START_REFINE_MAX_ITER,
+        )
+    est = copy.copy(sub)  # the subsample's fit: names, labels, optima_
+    est.weights_ = np.asarray(params.weights)
+    est.factors_ = [np.asarray(a) for a in params.factors]
+    est.loglik_ = float(info.loglik)
+    est.start_subsample_rows_ = int(size)
+    est.start_subsample_loglik_ = float(sub.loglik_)
+    est.start_subsample_seconds_ = t1 - t0
+    est.start_refine_iter_ = int(info.n_iter)
+    est.start_refine_converged_ = bool(info.converged)
+    est.start_refine_seconds_ = time.perf_counter() - t1
+    return est
+
+
+#: ``posterior.attrs`` that record a :func:`subsample_start` (its attribute + "_").
+START_ATTRS = (
+    "start_subsample_rows",
+    "start_subsample_loglik",
+    "start_subsample_seconds",
+    "start_refine_iter",
+    "start_refine_converged",
+    "start_refine_seconds",
+)
+
+
 def _lc_estimate(model, random_seed):
     from bayespmf.estimators import LatentClassPMF
 
     data, n_components = model_data(model)
+    if data.codes.shape[0] > START_SUBSAMPLE_ROWS:
+        return subsample_start(data, n_components, random_seed)
     return LatentClassPMF(n_components, random_state=random_seed).fit(data)
 
 
@@ -674,6 +805,10 @@ def _lc_rewrite(model, point, initvals, method, nuts_sampler, simplex_transform)
 def _lc_finish(idata, model, point, starts, align, random_seed):
     data, _ = model_data(model)
     idata.posterior.attrs["bayespmf_variables"] = json.dumps(list(data.names))
+    for name in START_ATTRS:  # a subsample start (large data) says so
+        if hasattr(point, name + "_"):
+            value = getattr(point, name + "_")
+            idata.posterior.attrs[name] = int(value) if isinstance(value, bool) else value
     if starts is not None:
         n_chains = idata.posterior.sizes["chain"]
         idata.posterior.attrs["chain_start_optimum"] = [

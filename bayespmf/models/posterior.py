@@ -212,7 +212,7 @@ def sample(
         latent-class model without covariates (at least 2 chains, no
         ``var_names``), which then samples **to a target by default**:
         ``target_ess`` 400 (``DEFAULT_TARGET_ESS``), ``target_rhat`` 1.01 and
-        ``max_time`` 600 s (``DEFAULT_MAX_TIME``) unless given, a first batch of
+        ``max_time`` ``DEFAULT_MAX_TIME`` (ten minutes) unless given, a first batch of
         200 draws after a burn-in of 200 (``TARGET_FIRST_DRAWS``, ``TARGET_TUNE``),
         each draw :func:`bayespmf.models.gibbs.target_sweeps` sweeps (thinned: 64
         on small data, 1 from 1e6 observed entries on) unless ``n_sweeps`` is

@@ -394,10 +394,10 @@ def _sample_to_target(
     kwargs = dict(sample_kwargs)
     with sampled:  # one Gibbs step for every batch (its rows are prepared once)
         step = kwargs["step"] = gibbs_step(sampled, chains, kwargs)
-    if "n_sweeps" not in sample_kwargs and hasattr(step, "_indices"):
+    if "n_sweeps" not in sample_kwargs and hasattr(step, "n_entries"):
         # the draws are not the user's: thinned, so that pm.sample's cost per draw
         # and the checks of every stored draw are a small share of the sweeps'
-        step.n_sweeps = target_sweeps(step._indices.size)
+        step.n_sweeps = target_sweeps(step.n_entries)
     if align and point is None:  # the reference of every check's alignment, fit once
         point = family.estimate(model, random_seed)
 

@@ -72,7 +72,12 @@ def default_sweeps(n_entries: int) -> int:
     >>> default_sweeps(10_368), default_sweeps(30_000), default_sweeps(10**7)
     (8, 4, 1)
     """
-    return int(min(DEFAULT_SWEEPS, max(1, -(-SWEEP_ENTRIES // max(1, int(n_entries))))))
+    return _sweeps(n_entries, SWEEP_ENTRIES, DEFAULT_SWEEPS)
+
+
+def _sweeps(n_entries: int, entries: int, most: int) -> int:
+    """``min(most, ceil(entries / n_entries))``, at least 1: sweeps covering ``entries``."""
+    return int(min(most, max(1, -(-entries // max(1, int(n_entries))))))
 
 
 #: Sampling to a target (``sample(..., method="gibbs")`` without ``draws``): the
@@ -100,8 +105,7 @@ def target_sweeps(n_entries: int) -> int:
     >>> target_sweeps(100_000)
     10
     """
-    need = -(-TARGET_SWEEP_ENTRIES // max(1, int(n_entries)))
-    return int(min(TARGET_MAX_SWEEPS, max(1, need)))
+    return _sweeps(n_entries, TARGET_SWEEP_ENTRIES, TARGET_MAX_SWEEPS)
 
 
 def _refuse(why: str):
@@ -337,13 +341,18 @@ class LatentClassGibbs(BlockedStep):
         self._n_cat = n_cat
         self._set_rows(codes)
         if n_sweeps is None:
-            n_sweeps = default_sweeps(self._indices.size)
+            n_sweeps = default_sweeps(self.n_entries)
         self.n_sweeps = int(n_sweeps)
         self._offsets = np.concatenate([[0], np.cumsum(n_cat)])
         self._w_prior = w_prior
         self._a_prior = np.ascontiguousarray(np.vstack([a.T for a in a_priors]))
         self._names = [v.name for v in values]
         self._to_log, self._to_value = simplex_maps(model, rvs, values)
+
+    @property
+    def n_entries(self) -> int:
+        """The observed entries one sweep visits (the size of the rows' CSR)."""
+        return int(self._indices.size)
 
     def _set_rows(self, codes):
         """Collapse the rows' codes (-1 missing) into patterns with counts, as CSR.

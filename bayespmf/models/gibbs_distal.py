@@ -380,7 +380,7 @@ class OutcomeGibbs(BlockedStep):
         self._indptr, self._indices = observed_csr(parts["codes"], n_cat)
         if n_sweeps is None:
             n_sweeps = (
-                default_sweeps(self._indices.size)
+                default_sweeps(self.n_entries)
                 if self._has_weights
                 else DEFAULT_COVARIATE_SWEEPS
             )
@@ -404,6 +404,11 @@ class OutcomeGibbs(BlockedStep):
         self._to_log, self._to_value = simplex_maps(
             model, simplexes, [model.rvs_to_values[rv] for rv in simplexes]
         )
+
+    @property
+    def n_entries(self) -> int:
+        """The observed entries one sweep visits (the size of the rows' CSR)."""
+        return int(self._indices.size)
 
     @staticmethod
     def competence(var, has_grad):  # noqa: D102 - never assigned automatically

@@ -72,7 +72,9 @@ def observed_csr(codes, n_categories, *, drop_empty: bool = False):
     Row ``s`` of the design holds a one in column ``offsets[n] + x_sn`` for every
     observed entry (``x_sn >= 0``), where ``offsets = offsets_of(n_categories)``: the
     row's entries into the stacked factors. Row-major order lists each row's entries
-    by increasing column, so no sorting is needed.
+    by increasing column, so no sorting is needed. Built by two compiled passes over
+    the codes, in their own integer type: nothing of the codes' size is allocated
+    besides the result.
 
     Parameters
     ----------
@@ -95,14 +97,21 @@ def observed_csr(codes, n_categories, *, drop_empty: bool = False):
     >>> observed_csr(np.array([[0, 1], [-1, -1], [1, -1]]), [2, 2], drop_empty=True)[0]
     array([0, 2, 3])
     """
+    from bayespmf.kernels.em_numba import csr_fill, csr_row_counts
+
     codes = np.asarray(codes)
-    mask = codes >= 0
-    per_row = mask.sum(axis=1)
+    if codes.dtype.kind not in "iu":
+        codes = codes.astype(np.int64)
+    codes = np.ascontiguousarray(codes)  # no copy for the usual C-ordered codes
+    per_row = csr_row_counts(codes)
     if drop_empty:
-        per_row = per_row[per_row > 0]
+        keep = per_row > 0
+        if not keep.all():
+            codes, per_row = codes[keep], per_row[keep]
     indptr = np.zeros(per_row.size + 1, dtype=np.int64)
     np.cumsum(per_row, out=indptr[1:])
-    indices = (offsets_of(n_categories)[:-1] + codes)[mask].astype(np.int64, copy=False)
+    indices = np.empty(int(indptr[-1]), dtype=np.int64)
+    csr_fill(codes, offsets_of(n_categories)[:-1].astype(np.int64), indptr, indices)
     return indptr, indices
 
 

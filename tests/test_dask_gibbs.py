@@ -100,7 +100,15 @@ def test_rank_one_is_the_exact_conjugate_posterior(sync):
     prior = 40.0  # far from the counts' proportions: a prior ignored would show
     # the chains share each pass over the chunks: 8 x 250 independent draws
     idata = sample_gibbs(
-        ddata, 1, draws=250, tune=0, chains=8, random_seed=0, factor_prior=prior, **FAST
+        ddata,
+        1,
+        draws=250,
+        tune=0,
+        chains=8,
+        random_seed=0,
+        factor_prior=prior,
+        overrelax=0,  # fresh draws: independent, whatever the start
+        **FAST,
     )
     for j, name in enumerate(["a", "b"]):
         alpha = prior + np.bincount(codes[codes[:, j] >= 0, j], minlength=3)

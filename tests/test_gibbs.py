@@ -13,6 +13,7 @@ from bayespmf.kernels.gibbs_numba import (
     draw_class_counts,
     draw_conjugate,
     draw_dirichlet,
+    reflect_log_gamma,
 )
 from bayespmf.models import LatentClassGibbs, latent_class_model, sample
 from bayespmf.pmf import observed_csr
@@ -161,6 +162,124 @@ def test_draw_conjugate_segments_are_dirichlets():
     assert np.all(np.isfinite(la)) and np.isclose(np.logaddexp.reduce(lw), 0.0)
 
 
+@pytest.mark.parametrize("strength", [1.0, 0.9])
+@pytest.mark.parametrize("shape", [0.4, 1.0, 3.5, 60.0, 1e5])
+def test_reflected_gamma_keeps_the_gamma_law(shape, strength):
+    """Gamma(a) draws moved by reflect_log_gamma are Gamma(a) draws (Kolmogorov-
+    Smirnov against scipy's CDF); from a = 1 the move is nearly always accepted and
+    anti-correlated with the old value (about -strength for a large shape); below it
+    a fresh draw. The caller's array is not changed."""
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    alpha = np.full(50_000, shape)
+    old = np.log(rng.gamma(alpha))
+    kept = old.copy()
+    new, accepted = reflect_log_gamma(old, alpha, rng, strength)
+    np.testing.assert_array_equal(old, kept)
+    assert stats.kstest(np.exp(new), stats.gamma(shape).cdf).pvalue > 1e-3
+    corr = np.corrcoef(old, new)[0, 1]
+    if shape < 1.0:
+        assert not accepted.any() and abs(corr) < 0.03
+    else:
+        assert accepted.mean() > 0.95 and corr < -0.6
+    if shape > 1e3:
+        assert corr == pytest.approx(-strength, abs=0.01)
+
+
+def test_overrelaxed_conjugate_keeps_each_dirichlet():
+    """draw_conjugate(..., previous=x) with x ~ the Dirichlets gives draws of the same
+    Dirichlets (means and variances of every coordinate, each segment sums to 1),
+    anti-correlated with x where the concentrations are large; the caller's arrays
+    are left as they were."""
+    rng = np.random.default_rng(4)
+    offsets = np.array([0, 2, 5])
+    a_alpha = np.array([[1.0, 40.0], [3.0, 0.5], [2.0, 100.0], [1.0, 80.0], [7.0, 2.0]])
+    w_alpha = np.array([2.0, 600.0])
+    n = 20_000
+    old = [draw_conjugate(w_alpha, a_alpha, offsets, rng) for _ in range(n)]
+    before = [(w.copy(), a.copy()) for w, a in old[:3]]
+    new = [
+        draw_conjugate(w_alpha, a_alpha, offsets, rng, previous=p, strength=0.9)
+        for p in old
+    ]
+    for (w0, a0), (w1, a1) in zip(before, old[:3], strict=True):
+        np.testing.assert_array_equal(w0, w1)
+        np.testing.assert_array_equal(a0, a1)
+    w_old, w_new = np.exp([d[0] for d in old]), np.exp([d[0] for d in new])
+    a_old, a_new = np.exp([d[1] for d in old]), np.exp([d[1] for d in new])
+    np.testing.assert_allclose(w_new.mean(0), w_alpha / w_alpha.sum(), atol=0.002)
+    for lo, hi in itertools.pairwise(offsets):
+        seg = a_alpha[lo:hi]
+        total = seg.sum(0)
+        mean = seg / total
+        var = mean * (1 - mean) / (total + 1)
+        np.testing.assert_allclose(a_new[:, lo:hi].sum(axis=1), 1.0)
+        assert np.all(np.abs(a_new[:, lo:hi].mean(0) - mean) <= 4 * np.sqrt(var / n))
+        np.testing.assert_allclose(a_new[:, lo:hi].var(0), var, rtol=0.06)
+    # class 1 of variable 1 (concentrations 100, 80, 2): the move mirrors the old value
+    assert np.corrcoef(a_old[:, 2, 1], a_new[:, 2, 1])[0, 1] < -0.8
+    assert np.corrcoef(w_old[:, 0], w_new[:, 0])[0, 1] < -0.5
+
+
+def test_overrelax_switch():
+    """overrelax=0 is the plain sampler (fresh draws; a different chain from the
+    same seed); a strength outside [0, 1) is refused."""
+    codes, _, _ = _toy()
+    model = latent_class_model(codes, 2, n_categories=N_CAT)
+    point = model.initial_point()
+    on = LatentClassGibbs(model=model, rng=5, n_sweeps=2).step(point)[0]
+    off = LatentClassGibbs(model=model, rng=5, n_sweeps=2, overrelax=0).step(point)[0]
+    assert not np.allclose(on["weights_simplex__"], off["weights_simplex__"])
+    for bad in ("yes", 1.0, -0.5, True):
+        with pytest.raises(DataValidationError, match="overrelax"):
+            LatentClassGibbs(model=model, overrelax=bad)
+
+
+def test_burn_in_starts_with_fresh_draws():
+    """After reset_tuning in a burn-in, the first PLAIN_TUNE_SWEEPS sweeps are the
+    plain sampler's (the same draws as overrelax=0), the next overrelaxed; outside a
+    burn-in, or after stop_tuning, every sweep is overrelaxed."""
+    from bayespmf.models.gibbs import PLAIN_TUNE_SWEEPS
+
+    codes, _, _ = _toy()
+    model = latent_class_model(codes, 2, n_categories=N_CAT)
+    point = model.initial_point()
+
+    def run(n_sweeps, tune, stop=False, **kw):
+        step = LatentClassGibbs(model=model, rng=7, n_sweeps=n_sweeps, **kw)
+        step.tune = tune
+        step.reset_tuning()
+        if stop:
+            step.stop_tuning()
+        return step.step(point)[0]["weights_simplex__"]
+
+    plain = run(PLAIN_TUNE_SWEEPS, False, overrelax=0)
+    np.testing.assert_array_equal(run(PLAIN_TUNE_SWEEPS, True), plain)
+    assert not np.allclose(run(PLAIN_TUNE_SWEEPS, False), plain)
+    assert not np.allclose(run(PLAIN_TUNE_SWEEPS, True, stop=True), plain)
+    more = PLAIN_TUNE_SWEEPS + 1
+    assert not np.allclose(run(more, True), run(more, False, overrelax=0))
+
+
+def test_front_door_passes_overrelax():
+    """sample(..., method="gibbs", overrelax=s) reaches the step: 0 and the default
+    give other chains from the same seed; a covariate model refuses it."""
+    codes, _, _ = _toy()
+    model = latent_class_model(codes, 2, n_categories=N_CAT)
+    kw = dict(draws=5, tune=0, chains=1, random_seed=3, progressbar=False)
+    kw |= dict(init=None, log_likelihood=False, align=False)
+    on = sample(model, method="gibbs", **kw).posterior["weights"].values
+    off = sample(model, method="gibbs", overrelax=0, **kw).posterior["weights"].values
+    again = sample(model, method="gibbs", overrelax=0.9, **kw).posterior["weights"].values
+    np.testing.assert_array_equal(on, again)
+    assert not np.allclose(on, off)
+    z = np.linspace(-1, 1, len(codes))[:, None]
+    reg = latent_class_model(codes, 2, n_categories=N_CAT, covariates=z)
+    with pytest.raises(DataValidationError, match="overrelax"):
+        sample(reg, method="gibbs", overrelax=0.5, **kw)
+
+
 def test_n_sweeps_is_repeated_single_sweeps():
     """A step of n_sweeps=3 is three steps of n_sweeps=1 for the same generator;
     n_sweeps must be a positive integer."""
@@ -240,7 +359,8 @@ def test_priors_are_the_model_priors():
 
     alpha = 40.0
     model = latent_class_model(codes, 3, n_categories=N_CAT, weights_prior=alpha)
-    step = LatentClassGibbs(model=model, rng=1, n_sweeps=1)
+    # plain draws: one overrelaxed step from a fixed point is not a conditional draw
+    step = LatentClassGibbs(model=model, rng=1, n_sweeps=1, overrelax=0)
     start = model.initial_point()
     # the start at (log_w, log_a), where the exact responsibilities are known
     offsets = np.concatenate([[0], np.cumsum(N_CAT)])

@@ -335,3 +335,31 @@ def test_a_check_computes_the_entries_near_the_target(monkeypatch):
     watch = _target._watch(entries, rhat, ess, spec)
     assert watch.tolist() == sorted(np.flatnonzero(ess < 2 * spec.ess).tolist())
     assert 3 in watch and 0 not in watch
+
+
+def test_next_batch_is_sized_from_the_rhat_and_the_ess():
+    """A further batch asks for the draws that bring the ESS (ESS_MARGIN) and the
+    r-hat's excess over 1 (RHAT_MARGIN) to their targets, assuming both scale with
+    the draws; at least MIN_BATCH_SHARE, at most the draws so far; as many as so far
+    when the figures are not finite."""
+    from bayespmf.models._target import (
+        ESS_MARGIN,
+        MIN_BATCH_SHARE,
+        RHAT_MARGIN,
+        TargetSpec,
+        _next_length,
+    )
+
+    spec = TargetSpec(400.0, 1.01, None)
+    # the ESS alone: 800 draws gave 300, 400 * 1.1 / 300 of them are needed
+    assert (
+        _next_length(800, 1.005, 300.0, spec)
+        == int(np.ceil(800 * ESS_MARGIN * 4 / 3)) - 800
+    )
+    # the r-hat: an excess of 0.012 needs 1.2 * RHAT_MARGIN times the draws
+    want = int(np.ceil(800 * RHAT_MARGIN * 1.2)) - 800
+    assert _next_length(800, 1.012, 1000.0, spec) == want < 800
+    assert _next_length(800, 1.05, 1000.0, spec) == 800  # at most as many as so far
+    assert _next_length(800, 1.005, 5000.0, spec) == int(np.ceil(MIN_BATCH_SHARE * 800))
+    assert _next_length(800, float("nan"), 300.0, spec) == 800
+    assert _next_length(800, 1.02, 0.0, spec) == 800

@@ -53,6 +53,11 @@ from bayespmf.models import (
     initvals,
     latent_class_model,
 )
+from bayespmf.models.gibbs import (
+    DEFAULT_OVERRELAX,
+    PLAIN_TUNE_SWEEPS,
+    check_overrelax,
+)
 from bayespmf.models.latent_class import factor_var_name
 from bayespmf.pmf import observed_csr, offsets_of
 
@@ -236,6 +241,7 @@ def sample_gibbs(
     tune: int = 1000,
     chains: int = 4,
     n_sweeps: int | None = None,
+    overrelax: float = DEFAULT_OVERRELAX,
     random_seed=None,
     weights_prior: float = 1.0,
     factor_prior: float = 1.0,
@@ -272,6 +278,10 @@ def sample_gibbs(
         chains share the passes over the data: a sweep reads each chunk once.
     n_sweeps : int, optional
         Gibbs sweeps per recorded draw (default :data:`DEFAULT_DASK_SWEEPS` = 1).
+    overrelax : float, default DEFAULT_OVERRELAX
+        Strength in ``[0, 1)`` of the overrelaxed Dirichlet updates, as
+        :class:`~bayespmf.models.LatentClassGibbs` takes it (0: fresh draws; the
+        first sweeps of the burn-in draw afresh, as there).
     random_seed : None, int, numpy.random.Generator or numpy.random.SeedSequence
         Seeds every stream (starts' jitter, default point estimate, chunks, driver).
     weights_prior, factor_prior : float, default 1.0
@@ -350,6 +360,7 @@ def sample_gibbs(
     n_components = check_int(n_components, "n_components", owner=_OWNER, low=1)
     draws, tune, chains = check_sampler_args("gibbs", draws, tune, chains, _OWNER)
     n_sweeps = _check_n_sweeps(n_sweeps)
+    overrelax = check_overrelax(overrelax)
     w_prior = check_float(
         weights_prior, "weights_prior", owner=_OWNER, low=0.0, low_open=True
     )
@@ -428,9 +439,18 @@ def sample_gibbs(
                     for b, c in enumerate(chunks)
                 ]
                 totals, counts = compute_on(tree_reduce(parts, _add, split_every), client)
+                # fresh draws for the first sweeps of the burn-in (LatentClassGibbs)
+                strength = (
+                    overrelax if sweep >= min(tune * n_sweeps, PLAIN_TUNE_SWEEPS) else 0.0
+                )
                 for c in range(chains):  # the conjugate draws: tiny, on the driver
                     log_w[c], log_a[c] = draw_conjugate(
-                        w_prior + totals[c], a_alpha + counts[c], offsets, rngs[c]
+                        w_prior + totals[c],
+                        a_alpha + counts[c],
+                        offsets,
+                        rngs[c],
+                        previous=(log_w[c], log_a[c]) if strength else None,
+                        strength=strength,
                     )
                 sweep += 1
             if d >= tune:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
 import inspect
 import os
 import sys
@@ -278,7 +279,7 @@ def _check_gibbs_kwargs(sample_kwargs: dict, owner: str) -> None:
             "for method='gibbs'."
         )
     valid = _named_parameters(pm.sample) - _PM_SAMPLE_SET - _GIBBS_SET
-    bad = sorted(set(sample_kwargs) - valid - {"nuts_sampler", "n_sweeps"})
+    bad = sorted(set(sample_kwargs) - valid - {"nuts_sampler", "n_sweeps", "overrelax"})
     if bad:
         raise DataValidationError(
             f"{owner}(method='gibbs') got keyword argument(s) {bad} that the Gibbs "
@@ -356,6 +357,23 @@ def check_nuts_sampler(nuts_sampler: str, tune: int) -> str:
     return nuts_sampler
 
 
+@contextlib.contextmanager
+def _frozen_heap():
+    """Python's objects moved out of the collector's reach while the block runs.
+
+    ``pm.sample`` forks a process per chain; a collection in a child walks every
+    object of the parent and so copies every page that holds one (copy-on-write).
+    Frozen, they stay shared (``gc.freeze``, as Python's documentation advises
+    before ``os.fork``); new objects are collected as usual.
+    """
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def run_sampler(
     model,
     *,
@@ -430,9 +448,10 @@ def run_sampler(
                     # once a JAX backend has started in this process, start PyMC's
                     # chain processes fresh instead of forking this one
                     sample_kwargs.setdefault("mp_ctx", "forkserver")
-                idata = pm.sample(
-                    **common, compute_convergence_checks=False, **sample_kwargs
-                )
+                with _frozen_heap():
+                    idata = pm.sample(
+                        **common, compute_convergence_checks=False, **sample_kwargs
+                    )
             elif nuts_sampler == "nutpie":
                 idata = _sample_nutpie(model, common, **sample_kwargs)
             else:
@@ -458,9 +477,10 @@ def gibbs_step(model, chains: int, sample_kwargs: dict):
     """The Gibbs step(s) ``run_sampler`` runs for ``method="gibbs"``.
 
     :func:`bayespmf.models.gibbs_regression.gibbs_steps` of ``model`` with the
-    ``n_sweeps`` popped from ``sample_kwargs``, and threads over rows so that the
-    chains' processes (``cores``, set in ``sample_kwargs`` to its default if absent:
-    the CPUs this process may use, at most one per chain) share the CPUs. The step
+    ``n_sweeps`` and ``overrelax`` popped from ``sample_kwargs``, and threads over
+    rows so that the chains' processes (``cores``, set in ``sample_kwargs`` to its
+    default if absent: the CPUs this process may use, at most one per chain) share
+    the CPUs. The step
     keeps no chain state besides its random generator, which ``pm.sample`` sets per
     chain, so one step may be passed (``step=``) to several ``run_sampler`` calls.
     """
@@ -469,7 +489,8 @@ def gibbs_step(model, chains: int, sample_kwargs: dict):
     cores = sample_kwargs.setdefault("cores", max(1, min(chains, n_cpus())))
     threads = max(1, n_cpus() // cores)
     n_sweeps = sample_kwargs.pop("n_sweeps", None)
-    return gibbs_steps(model, threads=threads, n_sweeps=n_sweeps)
+    overrelax = sample_kwargs.pop("overrelax", None)
+    return gibbs_steps(model, threads=threads, n_sweeps=n_sweeps, overrelax=overrelax)
 
 
 def _chain_seeds(random_seed, chains: int) -> list[int]:

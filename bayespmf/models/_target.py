@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_TARGET_ESS",
     "DEFAULT_TARGET_RHAT",
     "ESS_MARGIN",
+    "RHAT_MARGIN",
     "TARGET_FIRST_DRAWS",
     "TARGET_TUNE",
     "TargetSpec",
@@ -61,6 +62,11 @@ TARGET_TUNE = 200
 #: A batch sized from the ESS so far asks for this much more ESS than the target, so
 #: that the noise of the ESS estimate rarely leaves it just short.
 ESS_MARGIN = 1.1
+
+#: A batch sized from the r-hat so far asks for this much more than the draws that
+#: would bring the r-hat's excess over 1 to the target's: the r-hat of the worst of
+#: many entries is noisy.
+RHAT_MARGIN = 1.25
 
 #: The shortest further batch, as a share of the draws so far: shorter ones move the
 #: ESS too little to pay for the sampler's start.
@@ -328,17 +334,23 @@ def _append(aligned, more):
 
 
 def _next_length(total: int, rhat: float, ess: float, spec) -> int:
-    """Draws of the next batch: as many as so far, fewer where the ESS says so.
+    """Draws of the next batch: what the r-hat and ESS so far need, at most as many.
 
-    When the r-hat is reached and the ESS is short, the draws that the ESS per draw
-    so far needs (with :data:`ESS_MARGIN`), at least :data:`MIN_BATCH_SHARE` of the
-    draws so far, at most as many as so far.
+    For chains in their stationary law the bulk ESS grows, and the r-hat's excess
+    over 1 shrinks, in proportion to the draws (Vehtari et al. 2021): the draws that
+    would bring each to its target from its value so far (with :data:`ESS_MARGIN`
+    and :data:`RHAT_MARGIN`), the larger of the two, at least
+    :data:`MIN_BATCH_SHARE` of the draws so far. Where the r-hat is not finite the
+    batch is as long as the draws so far.
     """
     floor = max(1, math.ceil(MIN_BATCH_SHARE * total))
-    if rhat <= spec.rhat and ess > 0 and math.isfinite(ess):
-        need = math.ceil(total * ESS_MARGIN * spec.ess / ess) - total
-        return int(min(total, max(floor, need)))
-    return int(total)
+    if not (math.isfinite(rhat) and math.isfinite(ess) and ess > 0):
+        return int(total)
+    need = math.ceil(total * ESS_MARGIN * spec.ess / ess) - total
+    if rhat > spec.rhat:
+        excess = (rhat - 1.0) / (spec.rhat - 1.0)
+        need = max(need, math.ceil(total * RHAT_MARGIN * excess) - total)
+    return int(min(total, max(floor, need)))
 
 
 def sample_to_target(

@@ -230,7 +230,7 @@ class RegressionFactorGibbs(BlockedStep):
         return out, [{}]
 
 
-def gibbs_steps(model=None, *, threads=None, n_sweeps=None):
+def gibbs_steps(model=None, *, threads=None, n_sweeps=None, overrelax=None):
     """The step ``sample(model, method="gibbs")`` runs: Gibbs, with NUTS where needed.
 
     A plain latent-class model gets :class:`bayespmf.models.LatentClassGibbs`; a
@@ -249,6 +249,10 @@ def gibbs_steps(model=None, *, threads=None, n_sweeps=None):
         Threads of the label draw.
     n_sweeps : int, optional
         Gibbs sweeps per draw (each step's own default if None).
+    overrelax : float, optional
+        Strength of the overrelaxed Dirichlet updates of the plain step
+        (:class:`~bayespmf.models.LatentClassGibbs`; its default if None). The
+        regression and distal steps draw afresh and refuse it.
 
     Returns
     -------
@@ -271,10 +275,18 @@ def gibbs_steps(model=None, *, threads=None, n_sweeps=None):
     ['RegressionFactorGibbs', 'NUTS']
     """
     model = modelcontext(model)
+    plain = not is_outcome_model(model) and not _is_regression(model)
+    if plain:
+        kw = {} if overrelax is None else {"overrelax": overrelax}
+        return LatentClassGibbs(model=model, threads=threads, n_sweeps=n_sweeps, **kw)
+    if overrelax is not None:
+        raise DataValidationError(
+            "'overrelax' applies to the Gibbs step of a latent-class model without "
+            "covariates or outcome; this model's step draws its conditionals afresh. "
+            "Drop overrelax."
+        )
     if is_outcome_model(model):  # a distal outcome: bayespmf.models.gibbs_distal
         return outcome_gibbs_steps(model, threads=threads, n_sweeps=n_sweeps)
-    if not _is_regression(model):
-        return LatentClassGibbs(model=model, threads=threads, n_sweeps=n_sweeps)
     gibbs = RegressionFactorGibbs(model=model, threads=threads, n_sweeps=n_sweeps)
     factors = set(gibbs.vars)
     coefs = [v for v in model.value_vars if v not in factors]

@@ -108,9 +108,9 @@ def sample(
         Chunked data (:class:`bayespmf.dask.DaskCategoricalData`) are sampled with
         ``method="gibbs"`` by :func:`bayespmf.dask.sample_gibbs`, which never holds the
         rows in memory: ``init`` is ``"auto"`` (a distributed fit) or a point
-        estimate; its options ``n_sweeps``, ``weights_prior``, ``factor_prior``,
-        ``threads``, ``client``, ``split_every`` and ``persist`` pass through
-        ``**sample_kwargs``; the result has the same ``posterior`` (and
+        estimate; its options ``n_sweeps``, ``overrelax``, ``weights_prior``,
+        ``factor_prior``, ``threads``, ``client``, ``split_every`` and ``persist``
+        pass through ``**sample_kwargs``; the result has the same ``posterior`` (and
         ``unaligned_posterior``) as a model's, without ``log_likelihood`` and
         ``observed_data`` (their size is the rows').
     n_components : int, optional
@@ -165,6 +165,12 @@ def sample(
         :func:`bayespmf.models.gibbs.default_sweeps`: 8 on Car, fewer as the observed
         entries grow, 1 from 1e5 entries on), so ``pm.sample``'s per-draw cost
         is spread over them where a sweep is cheap (:ref:`bench-gibbs-sweeps`).
+        The weights and factors are overrelaxed rather than drawn afresh
+        (``overrelax``, a keyword of this function with ``method="gibbs"``: a
+        strength in ``[0, 1)``, default
+        :data:`bayespmf.models.gibbs.DEFAULT_OVERRELAX`, 0 for fresh draws; an exact
+        move that shortens the autocorrelation where classes overlap or rows are
+        many, :ref:`bench-gibbs-overrelax`).
         ``simplex_transform`` does not apply (the draws are the same in any
         coordinates). For a latent-class regression each draw is ``n_sweeps``
         Gibbs sweeps of the factors (every row's labels drawn with its own prior
@@ -378,6 +384,7 @@ def sample(
 #: The options of :func:`bayespmf.dask.sample_gibbs` that :func:`sample` passes on.
 CHUNKED_OPTIONS = (
     "n_sweeps",
+    "overrelax",
     "weights_prior",
     "factor_prior",
     "threads",

@@ -558,3 +558,27 @@ def test_rows_collapse_only_where_many_repeat():
     assert np.array_equal(step._indices, indices) and np.all(step._row_count == 1)
     step = LatentClassGibbs(model=latent_class_model(repeated, 2, n_categories=[10] * 12))
     assert step._row_count.size == 100 and step._row_count.sum() == 300
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+@pytest.mark.parametrize("drop_empty", [False, True])
+def test_observed_csr_matches_the_one_hot_design(dtype, drop_empty):
+    """observed_csr (two compiled passes, the codes in their own type) lists the
+    nonzero columns of the one-hot design row by row, as NumPy finds them; the codes
+    are not changed."""
+    rng = np.random.default_rng(8)
+    n_cat = [3, 5, 2, 4]
+    codes = np.column_stack([rng.integers(0, k, size=300) for k in n_cat])
+    codes[rng.random(codes.shape) < 0.4] = -1
+    codes[:7] = -1  # empty rows
+    codes = codes.astype(dtype)
+    kept = codes.copy()
+    indptr, indices = observed_csr(codes, n_cat, drop_empty=drop_empty)
+    np.testing.assert_array_equal(codes, kept)
+    offsets = np.concatenate([[0], np.cumsum(n_cat)])
+    rows = [r for r in codes.astype(np.int64) if not drop_empty or (r >= 0).any()]
+    assert indptr.dtype == indices.dtype == np.int64
+    assert indptr.size == len(rows) + 1
+    for s, r in enumerate(rows):
+        expect = [offsets[n] + r[n] for n in range(len(n_cat)) if r[n] >= 0]
+        np.testing.assert_array_equal(indices[indptr[s] : indptr[s + 1]], expect)

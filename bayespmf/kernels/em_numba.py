@@ -33,8 +33,6 @@ from bayespmf._runtime import n_cpus
 
 __all__ = [
     "MIN_BLOCKS_PER_THREAD",
-    "csr_fill",
-    "csr_row_counts",
     "estep_blocks",
     "estep_stats",
     "numba_estep_stats",
@@ -54,31 +52,6 @@ def _pool(workers: int, pid: int) -> ThreadPoolExecutor:
     pool object but not its threads, so it makes its own.
     """
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bayespmf-estep")
-
-
-@numba.njit(cache=True, nogil=True)
-def csr_row_counts(codes):  # pragma: no cover - numba
-    """Observed entries (codes >= 0) of every row of ``codes``, as int64."""
-    out = np.zeros(codes.shape[0], dtype=np.int64)
-    for s in range(codes.shape[0]):
-        k = 0
-        for n in range(codes.shape[1]):
-            if codes[s, n] >= 0:
-                k += 1
-        out[s] = k
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def csr_fill(codes, offsets, indptr, indices):  # pragma: no cover - numba
-    """``indices[indptr[s]:indptr[s + 1]] = offsets[n] + codes[s, n]`` (observed n)."""
-    for s in range(codes.shape[0]):
-        k = indptr[s]
-        for n in range(codes.shape[1]):
-            x = codes[s, n]
-            if x >= 0:
-                indices[k] = offsets[n] + x
-                k += 1
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -436,6 +436,7 @@ def sample_to_target(
         rhat, ess = _worst(*stats[1:])
         reached = rhat <= spec.rhat and ess >= spec.ess
         if reached and result is None:  # judged on the result as returned, every entry
+            aligned = None  # (not held beside the result being made)
             result = finish(raw.copy())
             aligned = result["posterior"].to_dataset()
             stats = entry_stats(aligned)
@@ -462,6 +463,7 @@ def sample_to_target(
         n_tune = 0
     if result is None:  # the time is up: every batch finished together
         t1 = time.perf_counter()
+        aligned = None
         result = finish(raw.copy())
         rhat, ess = target_stats(result)
         reached = rhat <= spec.rhat and ess >= spec.ess

@@ -795,9 +795,11 @@ def _lc_rewrite(model, point, initvals, method, nuts_sampler, simplex_transform)
     """Freeze the rows; the pivot coordinates (one fused Op where numba compiles)."""
     from pymc.model.transform.optimization import freeze_dims_and_data
 
+    if method == "gibbs":  # the step reads the rows once; a frozen copy would idle
+        return model, initvals, None
     # the rows are fixed while sampling: frozen, they are constants of static shape
     frozen = freeze_dims_and_data(model)
-    if simplex_transform != "pivot" or point is None or method == "gibbs":
+    if simplex_transform != "pivot" or point is None:
         return frozen, initvals, None
     at = pivots(frozen, point)
     if method == "advi" or nuts_sampler in ("pymc", "nutpie"):
@@ -892,18 +894,22 @@ def model_family(model) -> str:
 
 
 def _add_data_groups(idata, model) -> None:
-    """The rows as ``observed_data``/``constant_data`` where the sampler left them out.
+    """The rows as ``observed_data``/``constant_data``: one read-only view of the model's.
 
     (A frozen model has no data container, so ``pm.sample`` records no
-    ``constant_data``; ADVI's draws carry neither.)
+    ``constant_data``; ADVI's draws carry neither.) Both groups hold a read-only view
+    of the model's rows, in their type, instead of the sampler's copies (the
+    observed rows are cast to int64 there): on large data those copies were several
+    times the rows.
     """
-    codes = model[DATA_NAME].get_value()
+    codes = model[DATA_NAME].get_value(borrow=True).view()
+    codes.flags.writeable = False
     # model coordinates are tuples, which xarray would read as (dims, data)
     coords = {d: list(model.coords[d]) for d in ("row", "variable")}
     for group, var in (("observed_data", OBSERVED_NAME), ("constant_data", DATA_NAME)):
         if group not in idata.children:
             idata[group] = xr.Dataset({var: (("row", "variable"), codes)}, coords=coords)
-        elif var not in idata[group]:
+        else:
             ds = idata[group].to_dataset()
             ds[var] = (("row", "variable"), codes)
             idata[group] = ds.assign_coords(coords)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
@@ -67,31 +66,6 @@ def offsets_of(n_categories) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.asarray(n_categories, dtype=np.int64))])
 
 
-@numba.njit(cache=True, nogil=True)
-def _csr_row_counts(codes):  # pragma: no cover - numba
-    """Observed entries (codes >= 0) of every row of ``codes``, as int64."""
-    out = np.zeros(codes.shape[0], dtype=np.int64)
-    for s in range(codes.shape[0]):
-        k = 0
-        for n in range(codes.shape[1]):
-            if codes[s, n] >= 0:
-                k += 1
-        out[s] = k
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _csr_fill(codes, offsets, indptr, indices):  # pragma: no cover - numba
-    """``indices[indptr[s]:indptr[s + 1]] = offsets[n] + codes[s, n]`` (observed n)."""
-    for s in range(codes.shape[0]):
-        k = indptr[s]
-        for n in range(codes.shape[1]):
-            x = codes[s, n]
-            if x >= 0:
-                indices[k] = offsets[n] + x
-                k += 1
-
-
 def observed_csr(codes, n_categories, *, drop_empty: bool = False):
     """CSR layout ``(indptr, indices)`` of the one-hot design of the observed entries.
 
@@ -123,11 +97,13 @@ def observed_csr(codes, n_categories, *, drop_empty: bool = False):
     >>> observed_csr(np.array([[0, 1], [-1, -1], [1, -1]]), [2, 2], drop_empty=True)[0]
     array([0, 2, 3])
     """
+    from bayespmf._csr_numba import csr_fill, csr_row_counts  # numba on first use
+
     codes = np.asarray(codes)
     if codes.dtype.kind not in "iu":
         codes = codes.astype(np.int64)
     codes = np.ascontiguousarray(codes)  # no copy for the usual C-ordered codes
-    per_row = _csr_row_counts(codes)
+    per_row = csr_row_counts(codes)
     if drop_empty:
         keep = per_row > 0
         if not keep.all():
@@ -135,7 +111,7 @@ def observed_csr(codes, n_categories, *, drop_empty: bool = False):
     indptr = np.zeros(per_row.size + 1, dtype=np.int64)
     np.cumsum(per_row, out=indptr[1:])
     indices = np.empty(int(indptr[-1]), dtype=np.int64)
-    _csr_fill(codes, offsets_of(n_categories)[:-1].astype(np.int64), indptr, indices)
+    csr_fill(codes, offsets_of(n_categories)[:-1].astype(np.int64), indptr, indices)
     return indptr, indices
 
 

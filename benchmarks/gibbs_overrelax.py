@@ -17,7 +17,7 @@ half missing, ``random_state=0``; ``LatentClassPMF(5, n_init=4)``). Run::
 
     python benchmarks/gibbs_overrelax.py        # weak0 weak1 weak6 rows200000
     python benchmarks/gibbs_overrelax.py --cases weak1 --strengths 0 0.8 0.9 0.95
-    python benchmarks/gibbs_overrelax.py --quick    # smoke run
+    python benchmarks/gibbs_overrelax.py --quick    # smoke run (fits of 4 starts)
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from bayespmf.estimators import LatentClassPMF
 from bayespmf.models import latent_class_model
 
 
-def case_data(case: str):
-    """Data and start of one case (see the module docstring)."""
+def case_data(case: str, n_init=None):
+    """Data and start of one case (see the module docstring); ``n_init`` overrides."""
     if case.startswith("weak"):
         data, _ = make_latent_class(
             2000,
@@ -61,6 +61,8 @@ def case_data(case: str):
         fit_kw = {"n_init": 4}
     else:
         raise SystemExit(f"unknown case {case!r}: weak<t> or rows<S>")
+    if n_init is not None:
+        fit_kw = {"n_init": n_init}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = LatentClassPMF(5, random_state=0, **fit_kw).fit(data)
@@ -87,7 +89,10 @@ def main(argv=None):
     ap.add_argument("--tune", type=int, default=500)
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
-    args = parse_args_quick(ap, argv, cases=["weak6"], draws=300, tune=50)
+    ap.add_argument("--n-init", type=int, default=None, help="starts of every case's fit")
+    args = parse_args_quick(
+        ap, argv, cases=["weak6"], draws=300, tune=50, n_init=4, strengths=[0.0, 0.9]
+    )
     print(
         f"{args.chains} chains x ({args.tune} + {args.draws}) draws of one sweep; worst "
         "rank r-hat, smallest bulk and tail ESS over every entry (aligned)"
@@ -98,7 +103,7 @@ def main(argv=None):
     )
     for case in args.cases:
         t0 = time.perf_counter()
-        data, fit = case_data(case)
+        data, fit = case_data(case, args.n_init)
         fit_s = time.perf_counter() - t0
         model = latent_class_model(data, 5)
         base = None

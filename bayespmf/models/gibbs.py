@@ -353,8 +353,8 @@ class LatentClassGibbs(BlockedStep):
         overlap, bulk ESS grows with the sweeps, not the recorded draws: raise
         ``n_sweeps`` there rather than ``draws``.
     overrelax : float, default :data:`DEFAULT_OVERRELAX`
-        Strength in ``[0, 1)`` of the overrelaxation of the weights and factors
-        (Adler's, made exact by a Metropolis-Hastings test that nearly always
+        Strength :math:`\rho` in ``[0, 1)`` of the overrelaxation of the weights and
+        factors (Adler's, made exact by a Metropolis-Hastings test that nearly always
         accepts; :func:`~bayespmf.kernels.gibbs_numba.reflect_log_gamma`). In the
         slow directions of the data augmentation it turns an autoregression
         :math:`r` per sweep into about :math:`r - \rho(1 - r)`;
@@ -368,8 +368,8 @@ class LatentClassGibbs(BlockedStep):
     Raises
     ------
     DataValidationError
-        The model is not a plain latent-class model, or ``n_sweeps`` is not a
-        positive integer.
+        The model is not a plain latent-class model, ``n_sweeps`` is not a
+        positive integer, or ``overrelax`` is not a number in ``[0, 1)``.
 
     Examples
     --------

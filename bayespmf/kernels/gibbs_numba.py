@@ -297,7 +297,6 @@ def reflect_log_gamma(log_old, alpha, rng, strength=1.0):
     alpha = np.asarray(alpha, dtype=np.float64)
     log_old = np.asarray(log_old, dtype=np.float64)
     rho = float(strength)
-    fresh = _log_gamma(alpha, rng)
     big = alpha >= REFLECT_MIN_SHAPE
     a = np.where(big, alpha, REFLECT_MIN_SHAPE)
     log_a = np.log(a)
@@ -322,7 +321,10 @@ def reflect_log_gamma(log_old, alpha, rng, strength=1.0):
     log_ratio = (3.0 * a - 1.0) * (log_y_new - log_y) - a * (y_in**3 - y**3) + log_q
     accepted = big & inside & (np.log1p(-rng.random(alpha.shape)) < log_ratio)
     log_new = np.where(accepted, 3.0 * log_y_new + log_a, log_old)
-    return np.where(big, log_new, fresh), accepted
+    small = ~big
+    if small.any():  # fresh draws only where a move is not made
+        log_new[small] = _log_gamma(alpha[small], rng)
+    return log_new, accepted
 
 
 def draw_conjugate(w_alpha, a_alpha, offsets, rng, *, previous=None, strength=1.0):

@@ -363,3 +363,57 @@ def test_next_batch_is_sized_from_the_rhat_and_the_ess():
     assert _next_length(800, 1.005, 5000.0, spec) == int(np.ceil(MIN_BATCH_SHARE * 800))
     assert _next_length(800, float("nan"), 300.0, spec) == 800
     assert _next_length(800, 1.02, 0.0, spec) == 800
+
+
+def test_a_slow_first_batch_is_thinned_and_the_further_ones_sparser():
+    """With ``thin`` (the Gibbs step without a user's n_sweeps), a first batch whose
+    slowest entry has few draws per autocorrelation time keeps one draw in
+    ``thin_factor`` (the last kept: the next batch continues from it), ``thin`` is
+    told once, and the result's draws are the kept ones followed by the further
+    batches'."""
+    from bayespmf.models import _target
+
+    batches, told = [], []
+
+    def run(*, draws, tune, initvals, random_seed):
+        rng = np.random.default_rng(random_seed)
+        x = np.empty((2, draws))
+        x[:, 0] = rng.normal(size=2)
+        for t in range(1, draws):  # AR(1), phi 0.95: tau about 39 draws
+            x[:, t] = 0.95 * x[:, t - 1] + np.sqrt(1 - 0.95**2) * rng.normal(size=2)
+        batches.append(x)
+        coords = {"chain": [0, 1], "draw": np.arange(draws)}
+        post = xr.Dataset({"w": (("chain", "draw"), x)}, coords=coords)
+        return xr.DataTree.from_dict({"posterior": post})
+
+    out = _target.sample_to_target(
+        run,
+        lambda raw: raw.copy(),
+        lambda raw, aligned: raw["posterior"].to_dataset(),
+        ["w"],
+        spec=_target.TargetSpec(100.0, 1.5, 30.0),
+        draws=200,
+        tune=0,
+        initvals=None,
+        random_seed=0,
+        started=__import__("time").perf_counter(),
+        owner="sample",
+        thin=told.append,
+    )
+    attrs = out.posterior.attrs
+    k = attrs["target_thin"]
+    assert told == [k] and k > 1
+    assert k == _target.thin_factor(200, 2, float(rhat_ess_bulk(batches[0][..., None])[1][0]))
+    first = batches[0][:, (200 - 1) % k :: k]
+    assert attrs["target_batches"][0] == first.shape[1]
+    assert first[0, -1] == batches[0][0, -1]  # the last draw kept
+    got = out.posterior["w"].values
+    np.testing.assert_array_equal(got[:, : first.shape[1]], first)
+    np.testing.assert_array_equal(got[:, first.shape[1] :], np.concatenate(batches[1:], 1))
+    assert out.posterior.sizes["draw"] == sum(attrs["target_batches"])
+
+
+def test_no_thinning_where_the_user_gives_n_sweeps(reached):
+    """OPTS give n_sweeps: the draws are the user's spacing, never thinned."""
+    assert reached.posterior.attrs["target_thin"] == 1
+    assert reached.posterior.attrs["gibbs_sweeps_per_draw"] == 1

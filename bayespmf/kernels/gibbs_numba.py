@@ -32,6 +32,7 @@ from bayespmf.kernels.em_numba import row_log_joint
 
 __all__ = [
     "BLOCK_ROWS",
+    "PAD_CLASSES",
     "REFLECT_MIN_SHAPE",
     "draw_class_counts",
     "draw_conjugate",
@@ -45,6 +46,12 @@ __all__ = [
 
 #: Rows (patterns) per block: each block has its own seed and its own counts.
 BLOCK_ROWS = 4096
+
+#: Up to this many classes, the label draw pads the weights and factors to it: the
+#: per-row sum of the factors then runs over a constant number of lanes, which the
+#: compiler unrolls and vectorizes (the padded classes have weight 0, so none is
+#: drawn).
+PAD_CLASSES = 8
 
 
 @cache
@@ -71,12 +78,8 @@ def exp_shifted(buf, n_components):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def inverse_cdf(buf, z, n_components):  # pragma: no cover - numba
-    """A class drawn with weights ``buf[:rank]`` (sum ``z``) by one uniform.
-
-    The uniform comes from numba's generator, which the caller seeds.
-    """
-    u = np.random.random() * z  # noqa: NPY002
+def _inverse_cdf_at(buf, u, n_components):  # pragma: no cover - numba
+    """The class whose cumulative weight ``buf`` first reaches ``u``."""
     f = 0
     acc = buf[0]
     while acc < u and f < n_components - 1:
@@ -85,20 +88,75 @@ def inverse_cdf(buf, z, n_components):  # pragma: no cover - numba
     return f
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def inverse_cdf(buf, z, n_components):  # pragma: no cover - numba
+    """A class drawn with weights ``buf[:rank]`` (sum ``z``) by one uniform.
+
+    The uniform comes from numba's generator, which the caller seeds.
+    """
+    return _inverse_cdf_at(buf, np.random.random() * z, n_components)  # noqa: NPY002
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _splitmix64(x):  # pragma: no cover - numba
+    """SplitMix64 (Steele et al. 2014): the next state and its output."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    z = x
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x, z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _xoshiro_seed(seed, state):  # pragma: no cover - numba
+    """``state`` (4 uint64) of xoshiro256+ from an integer seed, by SplitMix64."""
+    x = np.uint64(seed)
+    for i in range(4):
+        x, state[i] = _splitmix64(x)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _xoshiro_uniform(state):  # pragma: no cover - numba
+    """A uniform on [0, 1) from xoshiro256+ (Blackman & Vigna 2021), 53 bits."""
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    out = s0 + s3
+    t = s1 << np.uint64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = (s3 << np.uint64(45)) | (s3 >> np.uint64(19))
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+    return float(out >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
 @numba.njit(cache=True, nogil=True)
 def _draw_block(
     log_w, log_a, indptr, indices, row_count, lo, hi, seed, totals, counts
 ):  # pragma: no cover - numba
-    # numba's own generator, one per thread: seeded here, it serves this block only
+    # the rows' uniforms: xoshiro256+ seeded by the block's seed (fast, this block
+    # only); numba's own generator, one per thread, for the binomials of patterns
+    state = np.empty(4, dtype=np.uint64)
+    _xoshiro_seed(seed, state)
     np.random.seed(seed)  # noqa: NPY002
-    n_components = log_w.size
-    buf = np.empty(n_components)
+    n_components = totals.size  # log_w and log_a may be padded to PAD_CLASSES
+    padded = log_w.size == PAD_CLASSES
+    buf = np.empty(log_w.size)
     for s in range(lo, hi):
-        row_log_joint(log_w, log_a, indptr, indices, s, buf)
+        if padded:  # a loop of constant length: compiled unrolled, in SIMD lanes
+            for f in range(PAD_CLASSES):
+                buf[f] = log_w[f]
+            for k in range(indptr[s], indptr[s + 1]):
+                j = indices[k]
+                for f in range(PAD_CLASSES):
+                    buf[f] += log_a[j, f]
+        else:
+            row_log_joint(log_w, log_a, indptr, indices, s, buf)
         z = exp_shifted(buf, n_components)
         c = row_count[s]
         if c == 1:  # one row: inverse CDF of one uniform
-            f = inverse_cdf(buf, z, n_components)
+            f = _inverse_cdf_at(buf, _xoshiro_uniform(state) * z, n_components)
             totals[f] += 1
             for k in range(indptr[s], indptr[s + 1]):
                 counts[indices[k], f] += 1
@@ -132,9 +190,10 @@ def draw_class_counts(
         Log class weights.
     log_a : ndarray, shape (P, F)
         Log stacked factors: row ``offsets[n] + i`` is ``log A_n(i, .)``.
-    indptr, indices : ndarray of int64
+    indptr, indices : ndarray of int
         CSR layout of the observed entries (flat indices ``offsets[n] + x_n``;
-        :func:`bayespmf.pmf.observed_csr`).
+        :func:`bayespmf.pmf.observed_csr`; ``indices`` in any integer type, e.g.
+        the smallest that holds them, ``index_dtype``).
     row_count : ndarray of int64, shape (S,)
         How many rows each (unique) row stands for (1 for plain rows).
     rng : numpy.random.Generator
@@ -166,10 +225,15 @@ def draw_class_counts(
     log_w = np.ascontiguousarray(log_w, dtype=np.float64)
     log_a = np.ascontiguousarray(log_a, dtype=np.float64)
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    indices = np.ascontiguousarray(indices)  # any integer type (observed_csr's)
+    if indices.dtype.kind not in "iu":
+        indices = indices.astype(np.int64)
     row_count = np.ascontiguousarray(row_count, dtype=np.int64)
     n_rows = indptr.size - 1
     n_components = log_w.size
+    if n_components < PAD_CLASSES:  # padded: weight 0 (log -inf), factors 1 (log 0)
+        log_w = np.concatenate([log_w, np.full(PAD_CLASSES - n_components, -np.inf)])
+        log_a = np.hstack([log_a, np.zeros((log_a.shape[0], PAD_CLASSES - n_components))])
     n_blocks = max(1, -(-n_rows // BLOCK_ROWS))
     seeds = rng.integers(2**31 - 1, size=n_blocks)
     totals = np.zeros((n_blocks, n_components), dtype=np.int64)

@@ -35,15 +35,19 @@ def hungarian_permutations(draws, reference, *, n_refine: int = 2) -> np.ndarray
     draws = np.asarray(draws, dtype=float)
     ref = np.asarray(reference, dtype=float)
     perms = np.tile(np.arange(draws.shape[1]), (draws.shape[0], 1))
+    # ||draw_{s, j}||^2 without a squared copy of every draw
+    sq = np.einsum("sjp,sjp->sj", draws, draws)
     for _ in range(1 + max(0, int(n_refine))):
         # cost[s, i, j] = ||ref_i - draw_{s, j}||^2, for all draws at once
         cost = (
             (ref**2).sum(1)[None, :, None]
-            + (draws**2).sum(2)[:, None, :]
+            + sq[:, None, :]
             - 2 * np.einsum("ip,sjp->sij", ref, draws)
         )
         perms = np.stack([linear_sum_assignment(cm)[1] for cm in cost])
-        ref = np.take_along_axis(draws, perms[:, :, None], axis=1).mean(axis=0)
+        # the aligned draws' mean, one component at a time (no aligned copy)
+        rows = np.arange(draws.shape[0])
+        ref = np.stack([draws[rows, perms[:, k]].mean(axis=0) for k in range(ref.shape[0])])
     return perms
 
 

@@ -394,10 +394,16 @@ def _sample_to_target(
     kwargs = dict(sample_kwargs)
     with sampled:  # one Gibbs step for every batch (its rows are prepared once)
         step = kwargs["step"] = gibbs_step(sampled, chains, kwargs)
+    thin = None
     if "n_sweeps" not in sample_kwargs and hasattr(step, "n_entries"):
         # the draws are not the user's: thinned, so that pm.sample's cost per draw
-        # and the checks of every stored draw are a small share of the sweeps'
+        # and the checks of every stored draw are a small share of the sweeps';
+        # after the first batch, thinned further where the chains mix slowly
         step.n_sweeps = target_sweeps(step.n_entries)
+
+        def thin(k):
+            step.n_sweeps *= k
+
     if align and point is None:  # the reference of every check's alignment, fit once
         point = family.estimate(model, random_seed)
 
@@ -436,6 +442,7 @@ def _sample_to_target(
         random_seed=random_seed,
         started=started,
         owner=owner,
+        thin=thin,
     )
     result.posterior.attrs["gibbs_sweeps_per_draw"] = int(getattr(step, "n_sweeps", 1))
     return result

@@ -48,6 +48,7 @@ import xarray as xr
 
 from bayespmf._runtime import n_cpus
 from bayespmf._validation import DataValidationError, check_int
+from bayespmf.models._gibbs_chains import run_gibbs_chains, runs_here
 
 __all__ = [
     "NUTS_SAMPLERS",
@@ -422,6 +423,7 @@ def run_sampler(
     :func:`bayespmf.models.sample` does once, before it fits a point estimate).
     """
     nuts_sampler = sample_kwargs.pop("nuts_sampler", "pymc")
+    method_route = "pm.sample"
     t0 = time.perf_counter()
     with model:
         if method in ("nuts", "gibbs"):
@@ -437,12 +439,16 @@ def run_sampler(
             if method == "gibbs":
                 if "step" not in sample_kwargs:  # (a continued run passes its step)
                     sample_kwargs["step"] = gibbs_step(model, chains, sample_kwargs)
+                if runs_here(sample_kwargs["step"], sample_kwargs):
+                    method_route = "threads"
             elif nuts_sampler == "pymc":
                 # PyMC 6 picks nutpie by default when it is installed: name PyMC's own
                 sample_kwargs["nuts_sampler"] = "pymc"
                 if initvals is not None:
                     sample_kwargs.setdefault("init", "adapt_diag")
-            if method == "gibbs" or nuts_sampler == "pymc":
+            if method_route == "threads":  # the chains as threads of this process
+                idata = run_gibbs_chains(model, **common, **sample_kwargs)
+            elif method == "gibbs" or nuts_sampler == "pymc":
                 if _jax_started() and sample_kwargs["cores"] > 1:
                     # JAX's threads do not survive os.fork() (it warns of deadlocks):
                     # once a JAX backend has started in this process, start PyMC's

@@ -38,7 +38,7 @@ from bayespmf._validation import DataValidationError
 from bayespmf.kernels.gibbs_numba import draw_class_counts, draw_conjugate
 from bayespmf.models._names import OBSERVED_NAME
 from bayespmf.models._rows_dist import LatentClassRows
-from bayespmf.pmf import observed_csr
+from bayespmf.pmf import index_dtype, observed_csr
 
 __all__ = [
     "DEFAULT_OVERRELAX",
@@ -426,6 +426,7 @@ class LatentClassGibbs(BlockedStep):
         self._w_prior = w_prior
         self._a_prior = np.ascontiguousarray(np.vstack([a.T for a in a_priors]))
         self._names = [v.name for v in values]
+        self.rv_names = [rv.name for rv in rvs]
         self._to_log, self._to_value = simplex_maps(model, rvs, values)
 
     @property
@@ -444,11 +445,15 @@ class LatentClassGibbs(BlockedStep):
         keep = (codes >= 0).any(axis=1)
         rows = codes if keep.all() else codes[keep]
         if _few_repeats(rows):
-            self._indptr, self._indices = observed_csr(rows, self._n_cat)
+            self._indptr, self._indices = observed_csr(
+                rows, self._n_cat, index_dtype=index_dtype(self._n_cat)
+            )
             self._row_count = np.ones(rows.shape[0], dtype=np.int64)
             return
         patterns, counts = np.unique(rows, axis=0, return_counts=True)
-        self._indptr, self._indices = observed_csr(patterns, self._n_cat)
+        self._indptr, self._indices = observed_csr(
+            patterns, self._n_cat, index_dtype=index_dtype(self._n_cat)
+        )
         self._row_count = counts.astype(np.int64)
 
     @staticmethod
@@ -461,15 +466,52 @@ class LatentClassGibbs(BlockedStep):
         """At the start of a chain: fresh draws for the first sweeps of a burn-in."""
         self._plain_left = PLAIN_TUNE_SWEEPS if getattr(self, "tune", False) else 0
 
+    def setup_chain(self, rng, tune: int, draws: int) -> None:
+        """Before a chain: its generator, and fresh first sweeps of a burn-in.
+
+        ``pm.sample``'s chain processes call this rather than :meth:`reset_tuning`.
+        """
+        super().setup_chain(rng, tune, draws)
+        self._plain_left = PLAIN_TUNE_SWEEPS if tune > 0 else 0
+
     def stop_tuning(self):
         """At the end of the burn-in: every further sweep is overrelaxed."""
         super().stop_tuning()
         self._plain_left = 0
 
-    def step(self, point):
-        """``n_sweeps`` Gibbs sweeps from ``point``: labels drawn and discarded."""
+    def point_logs(self, point) -> tuple[np.ndarray, np.ndarray]:
+        """The log weights ``(F,)`` and stacked log factors ``(P, F)`` of a point.
+
+        ``point`` maps the value variables' names to their (transformed) values, as
+        ``pm.sample`` passes them to :meth:`step`.
+        """
         log_w, *log_factors = self._to_log(*[point[n] for n in self._names])
         log_a = np.vstack([la.T for la in log_factors])
+        return np.array(log_w, dtype=np.float64), log_a
+
+    def value_logs(self, values: dict) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`point_logs` of constrained values (``{rv name: simplex}``).
+
+        Each simplex is normalized in log space, as PyMC's ``simplex`` transform
+        reads it; an entry at 0 is kept at the smallest normal double.
+        """
+        logs = []
+        for name in self.rv_names:
+            x = np.asarray(values[name], dtype=np.float64)
+            log_x = np.log(np.maximum(x, np.exp(_LOG_TINY)))
+            top = log_x.max(axis=-1, keepdims=True)
+            norm = top + np.log(np.exp(log_x - top).sum(axis=-1, keepdims=True))
+            logs.append(np.maximum(log_x - norm, _LOG_TINY))
+        log_w, *log_factors = logs
+        return log_w, np.vstack([la.T for la in log_factors])
+
+    def sweeps(self, log_w, log_a) -> tuple[np.ndarray, np.ndarray]:
+        """``n_sweeps`` Gibbs sweeps from log weights and stacked log factors.
+
+        The state of :meth:`step` without the value transforms: labels drawn and
+        discarded, the Dirichlets drawn (overrelaxed past the first sweeps of a
+        burn-in). Returns the new ``(log_w, log_a)``; the arguments are not changed.
+        """
         rng, offsets = self.rng, self._offsets
         for _ in range(self.n_sweeps):
             strength = 0.0 if self._plain_left > 0 else self.overrelax
@@ -495,10 +537,20 @@ class LatentClassGibbs(BlockedStep):
             # so that the value transforms never see log(0)
             np.maximum(log_w, _LOG_TINY, out=log_w)
             np.maximum(log_a, _LOG_TINY, out=log_a)
-        parts = [
+        return log_w, log_a
+
+    def factor_parts(self, log_a) -> list[np.ndarray]:
+        """The stacked log factors ``(P, F)`` split per variable, ``(F, I_n)`` each."""
+        offsets = self._offsets
+        return [
             np.ascontiguousarray(log_a[offsets[n] : offsets[n + 1]].T)
             for n in range(offsets.size - 1)
         ]
+
+    def step(self, point):
+        """``n_sweeps`` Gibbs sweeps from ``point``: labels drawn and discarded."""
+        log_w, log_a = self.sweeps(*self.point_logs(point))
+        parts = self.factor_parts(log_a)
         out = point.copy()
         for name, value in zip(self._names, self._to_value(log_w, *parts), strict=True):
             out[name] = np.asarray(value, dtype=point[name].dtype)

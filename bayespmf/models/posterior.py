@@ -24,7 +24,7 @@ from bayespmf._validation import DataValidationError, check_int
 from bayespmf.data import CategoricalData
 from bayespmf.models._alignment import apply_permutations, hungarian_permutations
 from bayespmf.models._binding import optima_starts, params_of
-from bayespmf.models._draws import posterior_params, variable_names
+from bayespmf.models._draws import variable_names
 from bayespmf.models._families import (
     DEFAULT_DRAWS,
     DEFAULT_TUNE,
@@ -760,10 +760,20 @@ def _lc_align(idata, reference, data, n_refine):
     ref = params_of(reference, fake, n_components)
     ref_stacked = np.concatenate([np.asarray(a) for a in ref.factors], axis=0)
     ref_w = np.asarray(ref.weights)
-    w, stacked = posterior_params(idata, fake)
     c, d = post.sizes["chain"], post.sizes["draw"]
-    # components are the classes: stacked factor columns plus the weight
-    feats = np.concatenate([stacked, w[:, None, :]], axis=1).transpose(0, 2, 1)
+    # components are the classes: stacked factor columns plus the weight, written
+    # into one array (no stacked copy beside it)
+    feats = np.empty((c * d, n_components, sum(n_cat) + 1))
+    at = 0
+    for name in names:
+        a = post[factor_var_name(name)].transpose("chain", "draw", "class", ...).values
+        feats[:, :, at : at + a.shape[-1]] = a.reshape(c * d, n_components, -1)
+        at += a.shape[-1]
+    feats[:, :, at] = (
+        post["weights"]
+        .transpose("chain", "draw", "class")
+        .values.reshape(c * d, n_components)
+    )
     ref_feats = np.concatenate([ref_stacked, ref_w[None, :]], axis=0).T
     perms = hungarian_permutations(feats, ref_feats, n_refine=n_refine)
     return apply_permutations(

@@ -403,7 +403,8 @@ def test_a_slow_first_batch_is_thinned_and_the_further_ones_sparser():
     attrs = out.posterior.attrs
     k = attrs["target_thin"]
     assert told == [k] and k > 1
-    assert k == _target.thin_factor(200, 2, float(rhat_ess_bulk(batches[0][..., None])[1][0]))
+    ess = float(rhat_ess_bulk(batches[0][..., None])[1][0])
+    assert k == _target.thin_factor(200, 2, ess)
     first = batches[0][:, (200 - 1) % k :: k]
     assert attrs["target_batches"][0] == first.shape[1]
     assert first[0, -1] == batches[0][0, -1]  # the last draw kept

@@ -307,12 +307,107 @@ def draw_dirichlet(alpha, rng):
 REFLECT_MIN_SHAPE = 1.0
 
 
-def _log_gamma(alpha, rng):
-    """``log G`` for ``G ~ Gamma(alpha)``, without underflow for ``alpha`` far below 1.
+def _numba_seed(rng) -> int:
+    """A seed of numba's generator (32 bits) drawn from a NumPy generator."""
+    return int(rng.integers(2**31 - 1))
 
-    ``log G' + log(U) / alpha`` with ``G' ~ Gamma(alpha + 1)`` and ``U ~ U(0, 1]``.
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _nb_log_gamma(alpha):  # pragma: no cover - numba
+    """``log G``, ``G ~ Gamma(alpha)``, without underflow for ``alpha`` far below 1.
+
+    ``log G' + log(U) / alpha`` with ``G' ~ Gamma(alpha + 1)`` and ``U ~ U(0, 1]``
+    (as :func:`draw_dirichlet`), from numba's generator.
     """
-    return np.log(rng.gamma(alpha + 1.0)) + np.log1p(-rng.random(alpha.shape)) / alpha
+    return math.log(np.random.gamma(alpha + 1.0, 1.0)) + (  # noqa: NPY002
+        math.log1p(-np.random.random()) / alpha  # noqa: NPY002
+    )
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _nb_reflect(log_old, alpha, rho):  # pragma: no cover - numba
+    """One Gamma's move of :func:`reflect_log_gamma`: ``(log_new, accepted)``."""
+    if alpha < REFLECT_MIN_SHAPE:
+        return _nb_log_gamma(alpha), False
+    log_a = math.log(alpha)
+    log_y = (log_old - log_a) / 3.0
+    y = math.exp(log_y)
+    m = 1.0 - 1.0 / (9.0 * alpha)
+    if rho >= 1.0:
+        y_new = 2.0 * m - y
+        log_q = 0.0  # the reflection is its own inverse, with unit Jacobian
+    else:
+        c = 1.0 / (3.0 * math.sqrt(alpha))
+        xi = np.random.standard_normal()  # noqa: NPY002
+        y_new = m - rho * (y - m) + math.sqrt(1.0 - rho * rho) * c * xi
+        # the proposal is reversible for N(m, c^2): the ratio of that normal's density
+        log_q = ((y_new - m) ** 2 - (y - m) ** 2) / (2.0 * c * c)
+    if y_new <= 0.0:
+        return log_old, False
+    log_y_new = math.log(y_new)
+    log_ratio = (
+        (3.0 * alpha - 1.0) * (log_y_new - log_y) - alpha * (y_new**3 - y**3) + log_q
+    )
+    if math.log1p(-np.random.random()) < log_ratio:  # noqa: NPY002
+        return 3.0 * log_y_new + log_a, True
+    return log_old, False
+
+
+@numba.njit(cache=True, nogil=True)
+def _reflect_all(log_old, alpha, rho, seed, log_new, accepted):  # pragma: no cover
+    np.random.seed(seed)  # noqa: NPY002
+    for k in range(alpha.size):
+        log_new[k], accepted[k] = _nb_reflect(log_old[k], alpha[k], rho)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _nb_gammas(alpha, previous, rho, relax, out):  # pragma: no cover - numba
+    """One Dirichlet vector (``alpha``) drawn or overrelaxed, normalized, into ``out``.
+
+    Fresh: normalized Gammas. Overrelaxed: ``previous`` (its logs) lifted by a fresh
+    scale ``Gamma(sum alpha)``, each Gamma moved by :func:`_nb_reflect`.
+    """
+    if relax:
+        total = 0.0
+        for k in range(alpha.size):
+            total += alpha[k]
+        log_s = _nb_log_gamma(total)
+        for k in range(alpha.size):
+            out[k] = _nb_reflect(previous[k] + log_s, alpha[k], rho)[0]
+    else:
+        for k in range(alpha.size):
+            out[k] = _nb_log_gamma(alpha[k])
+    top = out[0]
+    for k in range(1, alpha.size):
+        top = max(top, out[k])
+    z = 0.0
+    for k in range(alpha.size):
+        z += math.exp(out[k] - top)
+    norm = top + math.log(z)
+    for k in range(alpha.size):
+        out[k] -= norm
+
+
+@numba.njit(cache=True, nogil=True)
+def _conjugate(
+    w_alpha, a_alpha, offsets, prev_w, prev_a, rho, relax, seed, out_w, out_a
+):  # pragma: no cover - numba
+    np.random.seed(seed)  # noqa: NPY002
+    _nb_gammas(w_alpha, prev_w, rho, relax, out_w)
+    n_components = w_alpha.size
+    size = 0
+    for n in range(offsets.size - 1):
+        size = max(size, offsets[n + 1] - offsets[n])
+    alpha, previous, out = np.empty(size), np.empty(size), np.empty(size)
+    for n in range(offsets.size - 1):
+        lo, hi = offsets[n], offsets[n + 1]
+        for f in range(n_components):
+            for i in range(lo, hi):
+                alpha[i - lo] = a_alpha[i, f]
+                previous[i - lo] = prev_a[i, f]
+            _nb_gammas(alpha[: hi - lo], previous[: hi - lo], rho, relax, out)
+            for i in range(lo, hi):
+                out_a[i, f] = out[i - lo]
 
 
 def reflect_log_gamma(log_old, alpha, rng, strength=1.0):
@@ -330,7 +425,9 @@ def reflect_log_gamma(log_old, alpha, rng, strength=1.0):
     ``strength`` 1 the move is the reflection :math:`y' = 2m - y`; below 1 it keeps
     some fresh noise, so that the size of a deviation is forgotten too (a pure
     reflection would keep it sweep after sweep where the data pin a value down). A
-    concentration below :data:`REFLECT_MIN_SHAPE` gets a fresh draw.
+    concentration below :data:`REFLECT_MIN_SHAPE` gets a fresh draw. The moves are
+    compiled; their random numbers come from numba's generator, seeded by one draw of
+    ``rng``.
 
     Parameters
     ----------
@@ -359,35 +456,17 @@ def reflect_log_gamma(log_old, alpha, rng, strength=1.0):
     (True, True)
     """
     alpha = np.asarray(alpha, dtype=np.float64)
-    log_old = np.asarray(log_old, dtype=np.float64)
-    rho = float(strength)
-    big = alpha >= REFLECT_MIN_SHAPE
-    a = np.where(big, alpha, REFLECT_MIN_SHAPE)
-    log_a = np.log(a)
-    log_y = (log_old - log_a) / 3.0
-    y = np.exp(log_y)
-    m = 1.0 - 1.0 / (9.0 * a)
-    if rho >= 1.0:
-        y_new = 2.0 * m - y
-        log_q = 0.0  # the reflection is its own inverse, with unit Jacobian
-    else:
-        c = 1.0 / (3.0 * np.sqrt(a))
-        y_new = (
-            m
-            - rho * (y - m)
-            + np.sqrt(1.0 - rho * rho) * c * rng.standard_normal(alpha.shape)
-        )
-        # the proposal is reversible for N(m, c^2): the ratio of that normal's density
-        log_q = ((y_new - m) ** 2 - (y - m) ** 2) / (2.0 * c * c)
-    inside = y_new > 0.0
-    y_in = np.where(inside, y_new, 1.0)
-    log_y_new = np.log(y_in)
-    log_ratio = (3.0 * a - 1.0) * (log_y_new - log_y) - a * (y_in**3 - y**3) + log_q
-    accepted = big & inside & (np.log1p(-rng.random(alpha.shape)) < log_ratio)
-    log_new = np.where(accepted, 3.0 * log_y_new + log_a, log_old)
-    small = ~big
-    if small.any():  # fresh draws only where a move is not made
-        log_new[small] = _log_gamma(alpha[small], rng)
+    log_old = np.broadcast_to(np.asarray(log_old, dtype=np.float64), alpha.shape)
+    log_new = np.empty(alpha.shape)
+    accepted = np.empty(alpha.shape, dtype=np.bool_)
+    _reflect_all(
+        log_old.ravel(),
+        alpha.ravel(),
+        float(strength),
+        _numba_seed(rng),
+        log_new.reshape(-1),
+        accepted.reshape(-1),
+    )
     return log_new, accepted
 
 
@@ -396,8 +475,8 @@ def draw_conjugate(w_alpha, a_alpha, offsets, rng, *, previous=None, strength=1.
 
     The draw of :func:`draw_dirichlet` (normalized Gammas in log space) for
     ``Dir(w_alpha)`` and, for every variable ``n`` and class ``f``, for the column
-    ``a_alpha[offsets[n]:offsets[n + 1], f]``; all the Gammas come from one call of
-    ``rng``, so a sweep pays NumPy's per-call cost once, not once per variable.
+    ``a_alpha[offsets[n]:offsets[n + 1], f]``, in one compiled loop whose Gammas come
+    from numba's generator seeded by one draw of ``rng``.
 
     With ``previous`` (the current log weights and factors) the update is
     overrelaxed instead of a fresh draw: each current Dirichlet vector
@@ -449,33 +528,28 @@ def draw_conjugate(w_alpha, a_alpha, offsets, rng, *, previous=None, strength=1.
     >>> np.exp(la2[2:]).sum(axis=0).round(12).tolist()
     [1.0, 1.0]
     """
-    w_alpha = np.asarray(w_alpha, dtype=np.float64)
-    a_alpha = np.asarray(a_alpha, dtype=np.float64)
-    n_components = w_alpha.size
-    flat = np.concatenate([w_alpha, a_alpha.ravel()])
-    starts = np.asarray(offsets[:-1], dtype=np.int64)
-    sizes = np.diff(offsets)
-    if previous is None:
-        log_g = _log_gamma(flat, rng)
-    else:
-        a_sums = np.add.reduceat(a_alpha, starts, axis=0)
-        log_s = _log_gamma(np.concatenate([[w_alpha.sum()], a_sums.ravel()]), rng)
-        lifted = np.concatenate(
-            [
-                np.asarray(previous[0], dtype=np.float64) + log_s[0],
-                (
-                    np.asarray(previous[1], dtype=np.float64)
-                    + np.repeat(log_s[1:].reshape(a_sums.shape), sizes, axis=0)
-                ).ravel(),
-            ]
+    w_alpha = np.ascontiguousarray(w_alpha, dtype=np.float64)
+    a_alpha = np.ascontiguousarray(a_alpha, dtype=np.float64)
+    relax = previous is not None
+    prev_w, prev_a = (
+        (w_alpha, a_alpha)  # unread
+        if not relax
+        else (
+            np.ascontiguousarray(previous[0], dtype=np.float64),
+            np.ascontiguousarray(previous[1], dtype=np.float64),
         )
-        log_g = reflect_log_gamma(lifted, flat, rng, strength)[0]
-    log_w = log_g[:n_components]
-    top = log_w.max()
-    log_w = log_w - top - np.log(np.exp(log_w - top).sum())
-    log_a = log_g[n_components:].reshape(a_alpha.shape)
-    top = np.repeat(np.maximum.reduceat(log_a, starts, axis=0), sizes, axis=0)
-    log_a = log_a - top
-    norm = np.log(np.add.reduceat(np.exp(log_a), starts, axis=0))
-    log_a -= np.repeat(norm, sizes, axis=0)
+    )
+    log_w, log_a = np.empty_like(w_alpha), np.empty_like(a_alpha)
+    _conjugate(
+        w_alpha,
+        a_alpha,
+        np.asarray(offsets, dtype=np.int64),
+        prev_w,
+        prev_a,
+        float(strength),
+        relax,
+        _numba_seed(rng),
+        log_w,
+        log_a,
+    )
     return log_w, log_a

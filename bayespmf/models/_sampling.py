@@ -390,11 +390,14 @@ def run_sampler(
 ):
     """Run NUTS (``pm.sample`` or an external NUTS), Gibbs or ADVI (``pm.fit``), timed.
 
-    ``method="gibbs"`` runs ``pm.sample`` with
-    :class:`bayespmf.models.gibbs.LatentClassGibbs` as the only step (latent-class
-    models), or with Gibbs for the factors and NUTS for the coefficients as a compound
-    (latent-class regressions; :func:`bayespmf.models.gibbs_regression.gibbs_steps`),
-    the chains in parallel as for NUTS.
+    ``method="gibbs"`` runs :class:`bayespmf.models.gibbs.LatentClassGibbs` as the
+    only step (latent-class models) in threads of this process
+    (:func:`bayespmf.models._gibbs_chains.run_gibbs_chains`: ``pm.sample``'s draws,
+    without its chain processes; ``pm.sample`` itself where a keyword other than
+    ``cores`` is passed), or ``pm.sample`` with Gibbs for the factors and NUTS for the
+    coefficients as a compound (latent-class regressions;
+    :func:`bayespmf.models.gibbs_regression.gibbs_steps`), the chains in parallel as
+    for NUTS.
 
     ``initvals`` is ``None`` or one dict of constrained values per chain (ADVI starts
     from the first); every NUTS backend starts chain ``c`` exactly at ``initvals[c]``

@@ -63,6 +63,7 @@ from pytensor.link.c.op import COp
 from bayespmf._validation import as_codes, check_int, check_random_state
 from bayespmf.pmf import (
     LatentClassParams,
+    index_dtype,
     observed_csr,
     offsets_of,
     one_hot_design,
@@ -596,7 +597,10 @@ class NumbaEMKernel:
         codes = np.asarray(codes)
         keep = (codes >= 0).any(axis=1)
         self._indptr, self._indices = observed_csr(
-            codes, self.n_categories, drop_empty=True
+            codes,
+            self.n_categories,
+            drop_empty=True,
+            index_dtype=index_dtype(self.n_categories),
         )
         self.n_rows = int(self._indptr.size - 1)
         if row_weight is None:

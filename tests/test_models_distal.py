@@ -186,7 +186,8 @@ def test_sample_front_door_aligns_the_outcome_with_the_classes():
         post["weights"].values[0].mean(0),
         [post[f"A_x{n}"].values[0].mean(0).T for n in range(5)],  # (category, class)
     )
-    idata.posterior = flipped
+    idata["posterior"] = flipped  # (attribute assignment would not replace the group)
+    assert idata["posterior"]["weights"].values[1, 0, 0] == post["weights"].values[1, 0, 1]
     realigned = align_labels(idata, reference)
     assert _class_order_agrees(realigned.posterior) > 0.99
     np.testing.assert_allclose(

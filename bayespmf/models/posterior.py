@@ -752,7 +752,7 @@ def _lc_initvals(model, point, chains, jitter, rng):
 def _lc_align(idata, reference, data, n_refine):
     """The latent-class alignment (see :func:`align_labels`): factors and weights."""
     names = variable_names(idata, data)
-    post = idata.posterior
+    post = idata["posterior"]  # the group apply_permutations relabels
     n_components = post.sizes["class"]
     n_cat = [post.sizes[f"{n}_category"] for n in names]
     labels = [[str(c) for c in post[f"{n}_category"].values] for n in names]

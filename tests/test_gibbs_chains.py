@@ -28,8 +28,8 @@ def _threads(model, step, seed, **kw):
 def test_same_draws_as_pm_sample(model):
     """The threads give pm.sample's draws of the same step, seed and starts (up to
     the rounding of the value transforms pm.sample goes through), burn-in
-    included: pm.sample's chain processes start the burn-in's fresh sweeps by
-    setup_chain."""
+    included (pm.sample calls setup_chain, which starts the burn-in's fresh
+    sweeps; test_setup_chain_starts_a_burn_in_with_fresh_draws checks it)."""
     with model:
         step = LatentClassGibbs(n_sweeps=2)
         ref = pm.sample(
@@ -40,7 +40,7 @@ def test_same_draws_as_pm_sample(model):
             random_seed=5,
             progressbar=False,
             compute_convergence_checks=False,
-            cores=2,
+            cores=1,  # no fork: JAX may run in this test process
         )
     got = _threads(model, step, 5, cores=2)
     assert set(got.posterior.data_vars) == set(ref.posterior.data_vars)
@@ -121,7 +121,7 @@ def test_run_sampler_routes(model):
     here = run_sampler(model, **kw)
     assert multiprocessing.active_children() == before
     assert "threads" in here.posterior.attrs["sampler"]
-    there = run_sampler(model, discard_tuned_samples=True, **kw)
+    there = run_sampler(model, discard_tuned_samples=True, cores=1, **kw)
     assert "sampler" not in there.posterior.attrs
     np.testing.assert_allclose(
         here.posterior["weights"].values, there.posterior["weights"].values, atol=1e-12

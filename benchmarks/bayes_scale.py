@@ -16,7 +16,8 @@ Rows (``--rows``, default all four):
   ``--weak-init optima``, ``--weak-nuts``); ``--weak-target-ess 400`` one run per
   truth from that fit with ``target_ess`` and 2 chains.
 * ``scale``: S = 1e5 and 1e6 rows (N=20, I=10, F=5, half missing): the same default
-  call (``log_likelihood=False``; ``--scale-max-time`` caps it, ``--quick`` only).
+  call (``log_likelihood=False``; ``--scale-max-time`` caps it, ``--quick`` only;
+  ``--scale-truth`` another simulated truth, default 0).
   Goal at 1e6: r-hat <= 1.01, ESS >= 400, <= 10 min on 2 cores, memory beyond the
   data <= 1 GB. NUTS is not run (one gradient at 1e5 costs about 25 ms and a draw
   15-110 of them: hours).
@@ -317,11 +318,17 @@ def weak_target(args, model, point, case, fit_s, seed):
 def row_scale(args):
     for n_rows in args.sizes:
         data, _ = make_latent_class(
-            n_rows, 10, 5, 0.5, n_variables=20, drop_empty_rows=True, random_state=0
+            n_rows,
+            10,
+            5,
+            0.5,
+            n_variables=20,
+            drop_empty_rows=True,
+            random_state=args.scale_truth,
         )
         data_mb = np.asarray(data.codes).nbytes / 2**20
         model = latent_class_model(data, 5)
-        s, attrs, mem = default_call(model, 0, args.scale_max_time or None)
+        s, attrs, mem = default_call(model, args.scale_truth, args.scale_max_time or None)
         show_default("scale", f"S={n_rows:.0e}", s, attrs, mem, data_mb)
         met = s["r_hat"] <= 1.01 and s["ess_bulk"] >= 400 and s["seconds"] <= 600
         print(
@@ -394,6 +401,12 @@ def main(argv=None):
     ap.add_argument("--weak-nuts-draws", type=int, default=2000)
     ap.add_argument("--weak-nuts-tune", type=int, default=1000)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument(
+        "--scale-truth",
+        type=int,
+        default=0,
+        help="random_state of the scale rows' simulated truth (and the call's seed)",
+    )
     ap.add_argument(
         "--scale-max-time",
         type=float,

@@ -32,6 +32,7 @@ from pymc.util import get_random_generator
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.scalar import Cast
 from pytensor.tensor.elemwise import Elemwise
+from scipy.special import log_softmax
 
 from bayespmf._runtime import n_cpus
 from bayespmf._validation import DataValidationError
@@ -231,6 +232,11 @@ def _softmax_log(value: np.ndarray) -> np.ndarray:
 def _simplex_value(log_x: np.ndarray) -> np.ndarray:
     """PyMC's ``simplex`` transform, forward, from ``log x``: the value."""
     return log_x[..., :-1] - log_x.mean(axis=-1, keepdims=True)
+
+
+def _stack_logs(log_factors) -> np.ndarray:
+    """Per-variable log factors ``(F, I_n)`` stacked as ``(P, F)``, the sweep's layout."""
+    return np.vstack([np.asarray(la, dtype=np.float64).T for la in log_factors])
 
 
 def _simplex_logs(*values):
@@ -486,8 +492,7 @@ class LatentClassGibbs(BlockedStep):
         ``pm.sample`` passes them to :meth:`step`.
         """
         log_w, *log_factors = self._to_log(*[point[n] for n in self._names])
-        log_a = np.vstack([la.T for la in log_factors])
-        return np.array(log_w, dtype=np.float64), log_a
+        return np.array(log_w, dtype=np.float64), _stack_logs(log_factors)
 
     def value_logs(self, values: dict) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`point_logs` of constrained values (``{rv name: simplex}``).
@@ -495,15 +500,15 @@ class LatentClassGibbs(BlockedStep):
         Each simplex is normalized in log space, as PyMC's ``simplex`` transform
         reads it; an entry at 0 is kept at the smallest normal double.
         """
-        logs = []
-        for name in self.rv_names:
-            x = np.asarray(values[name], dtype=np.float64)
-            log_x = np.log(np.maximum(x, np.exp(_LOG_TINY)))
-            top = log_x.max(axis=-1, keepdims=True)
-            norm = top + np.log(np.exp(log_x - top).sum(axis=-1, keepdims=True))
-            logs.append(np.maximum(log_x - norm, _LOG_TINY))
-        log_w, *log_factors = logs
-        return log_w, np.vstack([la.T for la in log_factors])
+        tiny = np.exp(_LOG_TINY)
+        log_w, *log_factors = (
+            np.maximum(
+                log_softmax(np.log(np.maximum(np.asarray(values[n], float), tiny)), -1),
+                _LOG_TINY,
+            )
+            for n in self.rv_names
+        )
+        return log_w, _stack_logs(log_factors)
 
     def sweeps(self, log_w, log_a) -> tuple[np.ndarray, np.ndarray]:
         """``n_sweeps`` Gibbs sweeps from log weights and stacked log factors.

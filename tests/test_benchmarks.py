@@ -88,6 +88,11 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
         rf"^\| SQUAREM-PMF \| mean \| {NUM} \({NUM}\)(?: [~!])? \| 161 \| "
         rf"{NUM} \({NUM}\)(?: [~!])? \| 505 \|",
     ),
+    "default_fit_speed.py": (
+        [],
+        None,
+        rf"^\| car F=4 \| 5 \| {NUM} \| {NUM} \| \d+ \| \d+/\d+/\d+ \|",
+    ),
     "multistart_cost.py": ([], None, rf"^\| car F=4 \| batched \+ pruned .* \| {NUM} \|"),
     "paper_cnmf.py": (
         [],

@@ -182,6 +182,7 @@ def run_em(
     callback=None,
     owner: str = "fit_em",
     warn: bool = True,
+    rule=None,
 ):
     """EM / SQUAREM-PMF from ``(w, a)`` on any kernel with ``step`` and ``loglik``.
 
@@ -189,8 +190,13 @@ def run_em(
     (``bayespmf.dask``); the loop and its stopping rule are
     :func:`bayespmf.fit.loop.iterate`'s (SQUAREM-PMF's:
     :func:`bayespmf.fit.squarem.squarem_pmf_converged`). ``callback(iteration,
-    EMState)`` returning True stops the fit.
+    EMState)`` returning True stops the fit. ``rule`` overrides the stopping rule
+    (a ``rule`` of :func:`~bayespmf.fit.loop.iterate`): the multi-start fit runs its
+    refined starts under EM's rule ``"aitken"`` and polishes only the best ones under
+    SQUAREM-PMF's deeper rule (:mod:`bayespmf.fit.multistart`).
     """
+    if rule is None:
+        rule = squarem_pmf_converged if accelerate == "squarem" else "aitken"
     desc = "SQUAREM-PMF" if accelerate else "EM"
     state, it = iterate(
         em_steps(kernel, n_cat, accelerate),
@@ -202,7 +208,7 @@ def run_em(
         desc=desc,
         owner=owner,
         warn=warn,
-        rule=squarem_pmf_converged if accelerate == "squarem" else "aitken",
+        rule=rule,
     )
     # one more map gives the log-likelihood of the returned parameters, and (unlike
     # kernel.loglik) compiles nothing new on the PyTensor backend

@@ -469,7 +469,7 @@ def rescaled_fit(result: LatentClassFit, scale: float, *, loglik_trace: bool):
     if scale == 1.0:
         return result
     info = dict(result.info)
-    for key in ("refined_loglik", "explore_loglik"):
+    for key in ("refined_loglik", "explore_loglik", "polish_reach"):
         if info.get(key) is not None:
             info[key] = np.asarray(info[key], dtype=float) * scale
     em = info.get("em")

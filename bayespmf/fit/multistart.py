@@ -40,6 +40,7 @@ from bayespmf.pmf import (
 
 __all__ = [
     "EXPLORE_CYCLES",
+    "BLOCK_BYTES",
     "INIT_FLOOR",
     "LatentClassFit",
     "LocalOptimumWarning",
@@ -94,6 +95,13 @@ MIN_REFINE = 4
 POLISH_REACH = 1.0
 
 POLISH_REACH_TOL = 100.0
+
+#: Bytes the arrays of the starts advanced together may take (by
+#: :func:`~bayespmf.fit.memory.memory_estimate`'s ``"exploration"`` per start), in
+#: the exploration and the refinement alike: beyond it the starts run in blocks, so
+#: that the fit's memory is bounded by the data and one block, not by ``n_init``
+#: (one variable of 100,000 categories at F = 2: 300 starts at once held about 9 GB).
+BLOCK_BYTES = 256 * 2**20
 
 #: Wide data: at least this many entries ``(sum I)^2`` in the pairwise block matrix of
 #: the CNMF-SPA start. There ``"auto"`` (1) builds that start from the contiguous and
@@ -442,29 +450,66 @@ def _explore(source, n_components, starts, n_cycles, keep=None, work=None):
     will be refined) each start leaves the batch on its own, keeping its state, once it
     is stationary or cannot be among the ``keep`` best (:func:`_explore_each`).
 
-    When the arrays of all starts at once would not fit in the available memory
-    (:func:`memory_estimate`'s ``"exploration"``), the starts run in batches that do,
-    each batch to the same rule. ``work`` (a dict), when given, has its ``"explore"``
-    entry raised by the start-maps spent (one start mapped once is one).
+    When the arrays of all starts at once would take more than :data:`BLOCK_BYTES`, or
+    more than the available memory (:func:`memory_estimate`'s ``"exploration"``), the
+    starts run in blocks that do not, each block to the same rule. ``work`` (a dict),
+    when given, has its ``"explore"`` entry raised by the start-maps spent (one start
+    mapped once is one).
     """
     n_cat = source.n_categories
     kernel = source.em_kernel(n_components, "numba")
-    budget = memory.available_memory()  # via the module: one place to patch
-    per_start = memory_estimate("auto", n_cat, n_components, n_init=1)["exploration"]
-    size = len(starts)
-    if budget is not None:
-        size = max(1, min(size, budget // per_start))
+    size = _block_size(n_cat, n_components, len(starts))
     if size == len(starts):
         return _explore_batch(kernel, n_cat, starts, n_cycles, keep, work)
-    parts = [
-        _explore_batch(kernel, n_cat, starts[i : i + size], n_cycles, keep, work)
-        for i in range(0, len(starts), size)
-    ]
-    return (
-        np.concatenate([w for w, _, _ in parts]),
-        np.concatenate([a for _, a, _ in parts], axis=1),
-        np.concatenate([ll for _, _, ll in parts]),
-    )
+    # the blocks' results go straight into arrays of all starts (no list of parts and
+    # concatenated copy side by side)
+    w = np.empty((len(starts), n_components))
+    a = np.empty((int(np.sum(n_cat)), len(starts), n_components))
+    loglik = np.empty(len(starts))
+    for i in range(0, len(starts), size):
+        part = slice(i, i + size)
+        w[part], a[:, part], loglik[part] = _explore_batch(
+            kernel, n_cat, starts[part], n_cycles, keep, work
+        )
+    return w, a, loglik
+
+
+def _explore_best(source, n_components, starts, n_cycles, n_best, keep=None, work=None):
+    """:func:`_explore`, keeping the states of the ``n_best`` best starts only.
+
+    Returns ``(states, loglik)``: ``states`` maps the index of each of the ``n_best``
+    starts with the highest explored log-likelihood (ties: the earlier start) to its
+    ``(weights (F,), factors (P, F))``, and ``loglik`` holds every start's explored
+    log-likelihood. Between blocks (:data:`BLOCK_BYTES`) only the best states so far
+    are held, so the memory is that of one block and ``n_best`` states, not of every
+    start.
+    """
+    n_cat = source.n_categories
+    kernel = source.em_kernel(n_components, "numba")
+    size = _block_size(n_cat, n_components, len(starts))
+    loglik = np.empty(len(starts))
+    best: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for i in range(0, len(starts), size):
+        w, a, loglik[i : i + size] = _explore_batch(
+            kernel, n_cat, starts[i : i + size], n_cycles, keep, work
+        )
+        best.update({i + j: (w[j], a[:, j].copy()) for j in range(w.shape[0])})
+        held = np.array(sorted(best))
+        order = np.lexsort((held, -loglik[held]))  # np.argsort(-loglik, "stable")
+        best = {int(k): best[int(k)] for k in held[order[:n_best]]}
+    return best, loglik
+
+
+def _block_size(n_cat, n_components, n_start) -> int:
+    """Starts advanced together: all, or as many as :data:`BLOCK_BYTES` holds.
+
+    The budget is the smaller of ``BLOCK_BYTES`` and the memory available, read from
+    :func:`memory_estimate`'s per-start ``"exploration"`` figure; at least one start.
+    """
+    per_start = memory_estimate("auto", n_cat, n_components, n_init=1)["exploration"]
+    budget = memory.available_memory()  # via the module: one place to patch
+    budget = BLOCK_BYTES if budget is None else min(budget, BLOCK_BYTES)
+    return int(max(1, min(n_start, budget // per_start)))
 
 
 def _explore_batch(kernel, n_cat, starts, n_cycles, keep=None, work=None):
@@ -541,15 +586,15 @@ def _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep, work):
 def _refine_batched(kernel, n_cat, w, a, *, max_iter, tol, bar):
     """Every start by batched SQUAREM-PMF cycles until EM's rule holds for it.
 
-    ``w`` (K, F) and ``a`` (P, K, F) are the starts (overwritten). A start leaves the
+    ``w`` (K, F) and ``a`` (P, K, F) are the starts, advanced in place. A start leaves the
     batch after the cycle at which EM's stopping rule (:func:`~bayespmf.fit.loop.
     predicted_gain` at most ``tol * max(|L|, 1)``, on its own trace of cycle
     log-likelihoods) holds for it, keeping that cycle's result, as
     :func:`~bayespmf.fit.loop.iterate` returns the state one step past its trace.
 
-    Returns ``(w, a, traces, n_iter, n_evals, converged)``: per start its trace (a
-    list), cycles, EM maps (the batch's maps while it was in the batch) and whether
-    the rule held within ``max_iter`` cycles.
+    Returns ``(traces, n_iter, n_evals, converged)``: per start its trace (a list),
+    cycles, EM maps (the batch's maps while it was in the batch) and whether the rule
+    held within ``max_iter`` cycles.
     """
     n_start = w.shape[0]
     traces: list[list[float]] = [[] for _ in range(n_start)]
@@ -574,7 +619,7 @@ def _refine_batched(kernel, n_cat, w, a, *, max_iter, tol, bar):
         if active.size == 0:
             break
     bar.update(int(active.size))
-    return w, a, traces, n_iter, n_evals, converged
+    return traces, n_iter, n_evals, converged
 
 
 def _polish_reach(best: float, tol: float) -> float:
@@ -614,10 +659,24 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
     a = np.stack([np.asarray(s[1], dtype=float) for s in states], axis=1)
     with progress_bar(n_start, desc, enabled=progressbar) as bar:
         if batched:
-            w, a, traces, n_iter, n_evals, converged = _refine_batched(
-                kernel, n_cat, w, a, max_iter=max_iter, tol=tol, bar=bar
+            size = _block_size(n_cat, w.shape[1], n_start)
+            traces, n_iter, n_evals, converged = [], [], [], []
+            for i in range(0, n_start, size):
+                part = slice(i, i + size)  # views: the blocks' states are set in place
+                tr, it, ev, conv = _refine_batched(
+                    kernel, n_cat, w[part], a[:, part], max_iter=max_iter, tol=tol, bar=bar
+                )
+                traces += tr
+                n_iter.append(it)
+                n_evals.append(ev)
+                converged.append(conv)
+            n_iter, n_evals, converged = map(np.concatenate, (n_iter, n_evals, converged))
+            loglik = np.concatenate(
+                [
+                    kernel.step(w[i : i + size], a[:, i : i + size])[2]
+                    for i in range(0, n_start, size)
+                ]
             )
-            loglik = np.asarray(kernel.step(w, a)[2], dtype=float)
             work["refine"] += int(n_evals.sum()) + n_start
         else:
             traces, n_iter, n_evals, converged, loglik = [], [], [], [], []
@@ -798,18 +857,18 @@ def multistart(
         chosen = list(range(len(starts)))
         explore = getattr(source, "batched", False) and explore_cycles > 0
         if explore and len(starts) > cut:
-            w, a, explore_loglik = _explore(
+            best, explore_loglik = _explore_best(
                 source,
                 n_components,
                 starts,
                 explore_cycles,
+                cut,
                 keep=None if wide is None else cut,
                 work=work,
             )
             explored.append(explore_loglik)
-            chosen = sorted(np.argsort(-explore_loglik, kind="stable")[:cut].tolist())
-            # the chosen starts' states only (2000 items: 300 x 2000 blocks otherwise)
-            states = {k: (w[k], normalize_blocks(a[:, k], offsets)) for k in chosen}
+            chosen = sorted(best)
+            states = {k: (w, normalize_blocks(a, offsets)) for k, (w, a) in best.items()}
         else:
             states = {
                 k: (np.asarray(p.weights, float), stack_factors(p.factors))

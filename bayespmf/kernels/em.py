@@ -574,8 +574,8 @@ class NumbaEMKernel:
     """The EM map of one problem for one or K starts, as a cached numba loop.
 
     ``step(weights, factors)`` takes one start (``(F,)`` and ``(P, F)``) or K starts
-    at once (``(K, F)`` and ``(P, K, F)``: K blocks of F classes, one pass over the
-    rows, :func:`bayespmf.kernels.em_numba.estep_blocks`). Rows may carry weights
+    at once (``(K, F)`` and ``(P, K, F)``: one fused pass over the observed entries for
+    all of them, :func:`bayespmf.kernels.em_numba.estep_starts`). Rows may carry weights
     (frequencies of response patterns, survey weights): the weighted EM map.
 
     Examples
@@ -608,20 +608,18 @@ class NumbaEMKernel:
         else:
             self._row_weight = np.asarray(row_weight, dtype=np.float64)[keep]
         self._total_weight = float(self._row_weight.sum())
+        self._block_sizes = np.diff(self.offsets)
 
     def _run(self, w, a):
-        from bayespmf.kernels.em_numba import estep_blocks
+        from bayespmf.kernels.em_numba import estep_starts
 
-        n_start = w.shape[0]
-        with np.errstate(divide="ignore"):
-            log_w, log_a = np.log(w).ravel(), np.log(a).reshape(a.shape[0], -1)
-        counts, totals, loglik = estep_blocks(
-            log_w, log_a, self._indptr, self._indices, self._row_weight, n_start
+        counts, totals, loglik = estep_starts(
+            w, a, self._indptr, self._indices, self._row_weight
         )
-        counts = (counts + COUNT_FLOOR).reshape(a.shape)
+        counts = counts + COUNT_FLOOR
         sums = np.add.reduceat(counts, self.offsets[:-1], axis=0)
-        a_new = counts / np.repeat(sums, np.diff(self.offsets), axis=0)
-        w_new = (totals.reshape(w.shape) + COUNT_FLOOR) / (
+        a_new = counts / np.repeat(sums, self._block_sizes, axis=0)
+        w_new = (totals + COUNT_FLOOR) / (
             self._total_weight + self.n_components * COUNT_FLOOR
         )
         return w_new, a_new, loglik

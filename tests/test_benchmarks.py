@@ -45,6 +45,11 @@ QUICK_RUNS: dict[str, tuple[list[str], str | None, str]] = {
         rf"^scale\s+S=5e\+03\s+gibbs default\s+4x\(\d+\+\d+\)\s+{NUM}",
     ),
     "bench_em_step.py": ([], None, rf"ratio default / SciPy: {NUM}"),
+    "default_fit_scale.py": (
+        ["--cases", "rows"],
+        None,
+        rf"^rows\s+default\s+20000\s+{NUM}\s+{NUM}\s+{NUM}\s+\d+/\d+/\d+$",
+    ),
     "gibbs_overrelax.py": ([], None, rf"^weak6\s+0\.90(?:\s+{NUM}){{6}}\s+{NUM}x$"),
     "bench_marginals.py": ([], None, rf"pairwise_marginals\s+{NUM} ms"),
     "bench_wide.py": ([], None, rf"^\s+400\s+{NUM}\s+{NUM}\s+{NUM}"),

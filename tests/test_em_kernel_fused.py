@@ -90,7 +90,7 @@ def assert_estep_close(got, want, rtol=1e-12):
         assert loglik == w_loglik
 
 
-@pytest.mark.parametrize("n_components", [1, 3, 4, 5, 10])
+@pytest.mark.parametrize("n_components", [1, 2, 3, 4, 5, 10])
 @pytest.mark.parametrize("n_cat", [[3, 4, 2, 5, 3], [300, 2, 4]])
 def test_single_start_matches_numpy_and_scipy(rng, n_cat, n_components):
     """At most four classes run in registers, more in padded vector lanes; 300
@@ -146,7 +146,7 @@ def test_row_weights_are_expanded_rows(rng):
             assert_estep_close((got[0][:, k], got[1][k], got[2][k]), want)
 
 
-@pytest.mark.parametrize("n_components", [3, 6])
+@pytest.mark.parametrize("n_components", [2, 3, 6])
 def test_impossible_row_gives_minus_inf_and_no_counts(rng, n_components):
     n_cat = [3, 4, 2]
     codes = random_codes(rng, 200, n_cat, missing=0.0)

@@ -171,3 +171,32 @@ def test_project_blocks_equals_projecting_each_block():
     )
     np.testing.assert_array_equal(project_blocks(x, offsets), each)
     assert np.all(project_blocks(x, offsets) >= 0)
+
+
+@pytest.mark.parametrize("kind", ["extrapolated", "normal", "one_by_one"])
+def test_long_blocks_by_michelot_equal_the_sort(kind):
+    import itertools
+
+    from bayespmf.kernels.simplex import MICHELOT_MIN_SIZE, project_blocks, project_simplex
+
+    rng = np.random.default_rng(1)
+    size = MICHELOT_MIN_SIZE + 37
+    offsets = np.array([0, size, size + 3, 2 * size + 3])  # two long blocks, one short
+    if kind == "extrapolated":  # a simplex point pushed past its face, as SQUAREM does
+        p = rng.dirichlet(np.full(size, 0.05), size=(2, 6)).transpose(2, 0, 1)
+        step = rng.normal(scale=1e-3, size=p.shape)
+        long = p + 3.0 * (step - step.mean(axis=0))
+    elif kind == "normal":
+        long = rng.normal(size=(size, 2, 6))
+    else:  # geometric entries: Michelot drops them a few at a time
+        long = np.broadcast_to((0.5 ** np.arange(size))[:, None, None], (size, 2, 6))
+    x = np.concatenate([long[:, 0], rng.normal(size=(3, 6)), long[:, 1]])
+    x_before = x.copy()
+    got = project_blocks(x, offsets)
+    want = np.concatenate(
+        [project_simplex(x[lo:hi], axis=0) for lo, hi in itertools.pairwise(offsets)]
+    )
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(np.add.reduceat(got, offsets[:-1]), 1.0, atol=1e-12)
+    assert np.all(got >= 0)
+    np.testing.assert_array_equal(x, x_before)

@@ -12,6 +12,7 @@ study that chose it (the figures are on the documentation's benchmark pages).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import warnings
 from typing import Any, NamedTuple
@@ -28,6 +29,7 @@ from bayespmf.fit import defaults, memory
 from bayespmf.fit.em import run_em
 from bayespmf.fit.loop import ROUNDOFF, predicted_gain
 from bayespmf.fit.memory import MemoryBudgetWarning, format_gib, memory_estimate
+from bayespmf.fit.squarem import SQUAREM_PMF_TOL_SCALE
 from bayespmf.kernels.cnmf_spa import cnmf_spa
 from bayespmf.kernels.em import init_random, normalize_blocks
 from bayespmf.kernels.squarem import batched_squarem_pmf_step
@@ -83,15 +85,17 @@ MIN_REFINE = 4
 #: Refinement of ``method="auto"`` in two stages. Every refined start runs SQUAREM-PMF
 #: to EM's stopping rule at ``tol`` (the Aitken estimate of the gain still to come at
 #: most ``tol * |L|``; all refined starts together, one batched EM map per cycle, on
-#: in-memory data). Only the starts then within POLISH_REACH log-likelihood units of
-#: the best, or ``POLISH_REACH_TOL`` times the tolerance's own slack ``tol * |L|``
-#: when that is larger, are polished by SQUAREM-PMF under its deeper rule
+#: in-memory data). Then the best is polished by SQUAREM-PMF under its deeper rule,
+#: and after it the others within POLISH_REACH log-likelihood units (or
+#: ``POLISH_REACH_TOL`` times the tolerance's own slack ``tol * |L|`` when that is
+#: larger) of both the refined best and its polished value: a start that the best
+#: left further behind in polishing is not at its optimum; both under the deeper rule
 #: (:func:`bayespmf.fit.squarem.squarem_pmf_converged`), which carries it through the
 #: stalls near saddles where EM's rule stops it short: so the estimate returned ends
 #: where EM ends, and the starts counted as reaching it are counted on polished values.
 #: The deeper rule on every refined start cost most of the fit on starts that crawl
-#: along a ridge far below the best (UCI Car: 25 of 30 refined starts, 11 units below,
-#: each ran out its ``max_iter`` under it), where its last digits change nothing.
+#: along a ridge far below the best, each running out its ``max_iter`` under it, where
+#: its last digits change nothing (:ref:`bench-default-fit`).
 POLISH_REACH = 1.0
 
 POLISH_REACH_TOL = 100.0
@@ -100,7 +104,7 @@ POLISH_REACH_TOL = 100.0
 #: :func:`~bayespmf.fit.memory.memory_estimate`'s ``"exploration"`` per start), in
 #: the exploration and the refinement alike: beyond it the starts run in blocks, so
 #: that the fit's memory is bounded by the data and one block, not by ``n_init``
-#: (one variable of 100,000 categories at F = 2: 300 starts at once held about 9 GB).
+#: (one variable of 100,000 categories: :ref:`bench-default-fit`).
 BLOCK_BYTES = 256 * 2**20
 
 #: Wide data: at least this many entries ``(sum I)^2`` in the pairwise block matrix of
@@ -469,7 +473,7 @@ def _explore(source, n_components, starts, n_cycles, keep=None, work=None):
     for i in range(0, len(starts), size):
         part = slice(i, i + size)
         w[part], a[:, part], loglik[part] = _explore_batch(
-            kernel, n_cat, starts[part], n_cycles, keep, work
+            kernel, n_cat, starts[part], n_cycles, keep, work, loglik[:i]
         )
     return w, a, loglik
 
@@ -491,7 +495,7 @@ def _explore_best(source, n_components, starts, n_cycles, n_best, keep=None, wor
     best: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for i in range(0, len(starts), size):
         w, a, loglik[i : i + size] = _explore_batch(
-            kernel, n_cat, starts[i : i + size], n_cycles, keep, work
+            kernel, n_cat, starts[i : i + size], n_cycles, keep, work, loglik[:i]
         )
         best.update({i + j: (w[j], a[:, j].copy()) for j in range(w.shape[0])})
         held = np.array(sorted(best))
@@ -512,14 +516,18 @@ def _block_size(n_cat, n_components, n_start) -> int:
     return int(max(1, min(n_start, budget // per_start)))
 
 
-def _explore_batch(kernel, n_cat, starts, n_cycles, keep=None, work=None):
-    """:func:`_explore` of one batch of starts."""
+def _explore_batch(kernel, n_cat, starts, n_cycles, keep=None, work=None, earlier=()):
+    """:func:`_explore` of one batch of starts.
+
+    ``earlier``: the explored log-likelihoods of the starts of earlier blocks, which
+    count in the ``keep`` best of :func:`_explore_each` as this block's own do.
+    """
     w = np.stack([np.asarray(p.weights, dtype=float) for _, p in starts])
     a = np.stack([stack_factors(p.factors) for _, p in starts], axis=1)
     loglik = np.full(len(starts), -np.inf)
     work = {} if work is None else work
     if keep is not None:
-        return _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep, work)
+        return _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep, work, earlier)
     for _ in range(n_cycles):
         before = loglik
         w, a, loglik, evals = batched_squarem_pmf_step(kernel.step, w, a, n_cat)
@@ -531,7 +539,7 @@ def _explore_batch(kernel, n_cat, starts, n_cycles, keep=None, work=None):
     return w, a, loglik
 
 
-def _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep, work):
+def _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep, work, earlier=()):
     """:func:`_explore_batch` where each start leaves the batch on its own (wide data).
 
     A start leaves, keeping the state of that cycle, after the first cycle that
@@ -546,7 +554,9 @@ def _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep, work):
       the cycle times the cycles left. EM's gains shrink as a start converges, so
       this extrapolation overstates what it can still gain (a start escaping a
       saddle, whose gains grow again, is the exception the old rule would have let
-      climb).
+      climb). The ``keep`` best are taken over this batch and ``earlier`` (the final
+      log-likelihoods of the blocks explored before it), so that a block of few starts
+      leaves out as many as the whole batch would.
 
     On wide binary data (benchmarks/bench_wide.py) most starts are stationary after
     a couple of cycles, so the batched maps cover a fraction of the start-cycles of
@@ -556,7 +566,10 @@ def _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep, work):
     leaves on neither count, as in the test of all starts together.
     """
     active = np.arange(w.shape[0])
-    rank_of_keep = max(w.shape[0] - keep, 0)  # the keep-th best in ascending order
+    # the keep best of the earlier blocks are fixed: only they can be among the keep
+    # best of earlier and this batch together
+    earlier = np.sort(np.asarray(earlier, dtype=float))[::-1][:keep]
+    rank_of_keep = max(w.shape[0] + earlier.size - keep, 0)  # ascending order
     maps: list = []
 
     def step(weights, factors):
@@ -574,7 +587,8 @@ def _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep, work):
             gain = ll - loglik[active]
             change = np.minimum(np.abs(gain), np.abs(maps[1] - ll))
             w[active], a[:, active], loglik[active] = w_new, a_new, ll
-            bar = np.partition(loglik, rank_of_keep)[rank_of_keep]
+            pool = np.concatenate([earlier, loglik])
+            bar = np.partition(pool, rank_of_keep)[rank_of_keep]
             behind = ll + (n_cycles - 1 - cycle) * gain < bar
         stationary = change <= ROUNDOFF * np.maximum(np.abs(ll), 1.0)
         active = active[~(stationary | behind)]
@@ -637,9 +651,13 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
     (:func:`bayespmf.fit.squarem.squarem_pmf_converged`). Returns the results
     ``(params, loglik, converged)``, the :class:`~bayespmf.fit.em.EMInfo` of every
     state, which states were polished and the reach. Both stages are counted in a
-    state's ``n_iter``, ``n_evals`` and trace; ``work``'s ``"refine"`` and
-    ``"polish"`` entries are raised by the start-maps of each stage (the map that
-    gives a returned state's log-likelihood included).
+    state's ``n_iter``, ``n_evals`` and trace; the best state is polished first, and
+    the others only if they are also within the reach of its polished log-likelihood
+    (on a nearly flat likelihood the best can climb far in polishing, and polishing
+    every start that crawled beside it cost more than the rest of the fit). The
+    polish is batched like stage 1 when ``batched``. ``work``'s ``"refine"`` and
+    ``"polish"`` entries are raised by the start-maps of each stage (the map that gives
+    a returned state's log-likelihood included).
     """
     from bayespmf._progress import progress_bar
     from bayespmf.fit.em import EMInfo
@@ -702,16 +720,64 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
         )
         for k in range(n_start)
     ]
+
+    def polish(chosen):
+        """Polish the states ``chosen`` in place; their :class:`EMInfo` (stage 2)."""
+        if not batched:
+            out = []
+            for k in chosen:
+                params, info = squarem(w[k], a[:, k])
+                w[k], a[:, k] = params.weights, stack_factors(params.factors)
+                out.append(info)
+            return out
+        deep = tol * SQUAREM_PMF_TOL_SCALE  # each to the deep rule on its own trace
+        wp, ap = w[chosen], a[:, chosen]
+        size = _block_size(n_cat, w.shape[1], chosen.size)
+        out = []
+        with progress_bar(chosen.size, f"{desc}, polish", enabled=progressbar) as bar:
+            for i in range(0, chosen.size, size):
+                part = slice(i, i + size)
+                tr, it, ev, conv = _refine_batched(
+                    kernel,
+                    n_cat,
+                    wp[part],
+                    ap[:, part],
+                    max_iter=max_iter,
+                    tol=deep,
+                    bar=bar,
+                )
+                ll = kernel.step(wp[part], ap[:, part])[2]
+                out += [
+                    EMInfo(
+                        int(it[j]),
+                        int(ev[j]),
+                        np.asarray(tr[j]),
+                        bool(conv[j]),
+                        float(ll[j]),
+                    )
+                    for j in range(len(tr))
+                ]
+        w[chosen], a[:, chosen] = wp, ap
+        return out
+
     best = float(np.max(loglik))
     polished = np.zeros(n_start, dtype=bool)
     reach = _polish_reach(best, tol) if np.isfinite(best) else np.nan
     if np.isfinite(best):
-        polished = loglik >= best - reach
-        for k in np.flatnonzero(polished):
-            params, info = squarem(w[k], a[:, k])
+        # the best first; then the others that can still reach its polished value
+        top = int(np.argmax(loglik))
+        chosen = [np.array([top])]
+        second = [polish(np.array([top]))]
+        others = np.flatnonzero(loglik >= loglik[top] - reach)
+        others = others[(others != top) & (loglik[others] >= second[0][0].loglik - reach)]
+        if others.size:
+            chosen.append(others)
+            second.append(polish(others))
+        chosen = np.concatenate(chosen)
+        polished[chosen] = True
+        for k, info in zip(chosen, itertools.chain(*second), strict=True):
             first = infos[k]
             work["polish"] += info.n_evals + 1
-            w[k], a[:, k] = params.weights, stack_factors(params.factors)
             loglik[k] = info.loglik
             infos[k] = EMInfo(
                 first.n_iter + info.n_iter,

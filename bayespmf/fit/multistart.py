@@ -654,7 +654,10 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
     state's ``n_iter``, ``n_evals`` and trace; the best state is polished first, and
     the others only if they are also within the reach of its polished log-likelihood
     (on a nearly flat likelihood the best can climb far in polishing, and polishing
-    every start that crawled beside it cost more than the rest of the fit). The
+    every start that crawled beside it cost more than the rest of the fit). With at
+    most :data:`MIN_REFINE` states all are polished: EM's rule can stop a start in a
+    stall far below the best that the deeper rule carries through, and with so few
+    starts each one counts in whether the best is replicated. The
     polish is batched like stage 1 when ``batched``. ``work``'s ``"refine"`` and
     ``"polish"`` entries are raised by the start-maps of each stage (the map that gives
     a returned state's log-likelihood included).
@@ -768,8 +771,13 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
         top = int(np.argmax(loglik))
         chosen = [np.array([top])]
         second = [polish(np.array([top]))]
-        others = np.flatnonzero(loglik >= loglik[top] - reach)
-        others = others[(others != top) & (loglik[others] >= second[0][0].loglik - reach)]
+        if n_start <= MIN_REFINE:  # few starts: each counts for the replication
+            others = np.flatnonzero(np.arange(n_start) != top)
+        else:
+            others = np.flatnonzero(loglik >= loglik[top] - reach)
+            others = others[
+                (others != top) & (loglik[others] >= second[0][0].loglik - reach)
+            ]
         if others.size:
             chosen.append(others)
             second.append(polish(others))

@@ -654,7 +654,9 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
     state's ``n_iter``, ``n_evals`` and trace; the best state is polished first, and
     the others only if they are also within the reach of its polished log-likelihood
     (on a nearly flat likelihood the best can climb far in polishing, and polishing
-    every start that crawled beside it cost more than the rest of the fit). With at
+    every start that crawled beside it cost more than the rest of the fit). At most
+    :data:`MIN_REFINE` states (in either stage) run one by one with the full
+    SQUAREM-PMF cycle, which needs far fewer maps on a nearly flat likelihood. With at
     most :data:`MIN_REFINE` states all are polished: EM's rule can stop a start in a
     stall far below the best that the deeper rule carries through, and with so few
     starts each one counts in whether the best is replicated. The
@@ -678,6 +680,10 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
     )
     w = np.stack([np.asarray(s[0], dtype=float) / np.sum(s[0]) for s in states])
     a = np.stack([np.asarray(s[1], dtype=float) for s in states], axis=1)
+    # a few starts run one by one: the full SQUAREM-PMF cycle (its legal-edge search)
+    # crawls along a flat likelihood in far fewer maps than the batched cycle, and
+    # batching a few starts saves little
+    batched = batched and n_start > MIN_REFINE
     with progress_bar(n_start, desc, enabled=progressbar) as bar:
         if batched:
             size = _block_size(n_cat, w.shape[1], n_start)
@@ -726,7 +732,7 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
 
     def polish(chosen):
         """Polish the states ``chosen`` in place; their :class:`EMInfo` (stage 2)."""
-        if not batched:
+        if not batched or chosen.size <= MIN_REFINE:  # one by one, as above
             out = []
             for k in chosen:
                 params, info = squarem(w[k], a[:, k])

@@ -655,8 +655,8 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
     the others only if they are also within the reach of its polished log-likelihood
     (on a nearly flat likelihood the best can climb far in polishing, and polishing
     every start that crawled beside it cost more than the rest of the fit). At most
-    :data:`MIN_REFINE` states (in either stage) run one by one with the full
-    SQUAREM-PMF cycle, which needs far fewer maps on a nearly flat likelihood. With at
+    :data:`MIN_REFINE` states run one by one (both stages) with the full SQUAREM-PMF
+    cycle, which needs far fewer maps on a nearly flat likelihood. With at
     most :data:`MIN_REFINE` states all are polished: EM's rule can stop a start in a
     stall far below the best that the deeper rule carries through, and with so few
     starts each one counts in whether the best is replicated. The
@@ -732,7 +732,7 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
 
     def polish(chosen):
         """Polish the states ``chosen`` in place; their :class:`EMInfo` (stage 2)."""
-        if not batched or chosen.size <= MIN_REFINE:  # one by one, as above
+        if not batched:
             out = []
             for k in chosen:
                 params, info = squarem(w[k], a[:, k])

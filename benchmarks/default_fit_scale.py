@@ -6,9 +6,10 @@ same rows) in the same run:
 
 * **rows**: 2e6 rows of 5 variables of 40 categories, 30 % of the entries missing,
   drawn from a random 2-class model; ``LatentClassPMF(2, n_init=30)``.
-* **flat** (only when asked for): the same shape drawn independently and uniformly,
-  so without latent structure: the likelihood is nearly flat and the starts crawl
-  toward its maximum for thousands of EM maps (the hardest case for the iterations).
+* **flat**: the same shape drawn independently and uniformly, so without latent
+  structure: the likelihood is nearly flat and the starts crawl toward its maximum for
+  thousands of EM maps (the hardest case for the iterations; the polish stops at its
+  budget, ``POLISH_SHARE``, and the row says so).
 * **categories**: 2e5 rows, one variable of 100,000 categories (the largest alphabet
   :class:`~bayespmf.CategoricalData` takes) beside four small ones, from a random
   2-class model; the default ``LatentClassPMF(2)``.
@@ -18,22 +19,26 @@ memory (``ru_maxrss`` of the process, data and imports included), the log-likeli
 and for the default fit the EM maps per stage (``info["work"]``). The import and the
 compilation are warmed by a small fit on the same process first.
 
-    python benchmarks/default_fit_scale.py [--cases rows categories flat] [--quick]
+    python benchmarks/default_fit_scale.py [--cases rows flat categories] [--quick]
+        [--against DIR]
 
-``--quick`` runs the cases at 1/100 of their rows (a smoke run).
+``--quick`` runs the cases at 1/100 of their rows (a smoke run). ``--against DIR``
+adds the default fit of another checkout of bayespmf (``git worktree add DIR
+<commit>``), run in the same way right after ours: the baseline in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
 
 import numpy as np
 
-CASES = ("rows", "categories", "flat")
+CASES = ("rows", "flat", "categories")
 
 
 def make_case(case: str, scale: float, seed: int = 0):
@@ -80,9 +85,11 @@ def run_one(case: str, method: str, scale: float, seed: int) -> dict:
         seconds = time.perf_counter() - t0
     info = est.info_ or {}
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    cut = info.get("polish_cut")
     return {
         "case": case,
         "method": method if method == "em" else "default",
+        "cut": cut is not None,
         "rows": data.n_samples,
         "seconds": seconds,
         "peak_gb": peak / 1e9,
@@ -93,7 +100,8 @@ def run_one(case: str, method: str, scale: float, seed: int) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", nargs="+", choices=CASES, default=["rows", "categories"])
+    ap.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
+    ap.add_argument("--against", metavar="DIR", help="another checkout, same run")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="1/100 of the rows")
     ap.add_argument("--child", nargs=2, metavar=("CASE", "METHOD"), help=argparse.SUPPRESS)
@@ -107,8 +115,11 @@ def main(argv=None) -> int:
         f"{'loglik':>16}  EM maps (explore/refine/polish)"
     )
     status = 0
+    runs = [("default", None, "default"), ("em", None, "em")]
+    if args.against:
+        runs.append(("default", os.path.abspath(args.against), "against"))
     for case in args.cases:
-        for method in ("default", "em"):
+        for method, checkout, label in runs:
             cmd = [
                 sys.executable,
                 __file__,
@@ -118,20 +129,26 @@ def main(argv=None) -> int:
                 "--seed",
                 str(args.seed),
             ] + (["--quick"] if args.quick else [])
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            env = dict(os.environ)
+            if checkout is not None:
+                env["PYTHONPATH"] = checkout
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if proc.returncode != 0:
-                print(f"{case:<11} {method:<8} failed:\n{proc.stderr[-2000:]}")
+                print(f"{case:<11} {label:<8} failed:\n{proc.stderr[-2000:]}")
                 status = 1
                 continue
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             work = "/".join(
                 str(r["work"].get(k, 0)) for k in ("explore", "refine", "polish")
             )
+            note = " (polish cut at its budget)" if r.get("cut") else ""
             print(
-                f"{r['case']:<11} {r['method']:<8} {r['rows']:>9} {r['seconds']:>8.1f} "
+                f"{r['case']:<11} {label:<8} {r['rows']:>9} {r['seconds']:>8.1f} "
                 f"{r['peak_gb']:>8.2f} {r['loglik']:>16.4f}  "
-                f"{work if r['method'] == 'default' else '-'}"
+                f"{work if r['work'] else '-'}{note}"
             )
+    if args.against:
+        print(f"against: {args.against}")
     return status
 
 

@@ -104,3 +104,50 @@ def test_polish_reaches_only_the_best(default_fit):
     polished = fit.info["refined_polished"]
     assert polished.any()
     assert not polished[gap > 2 * fit.info["polish_reach"]].any(), name
+
+
+def _structureless(n_rows=4000, seed=0):
+    """Rows drawn independently and uniformly: a nearly flat 2-class likelihood."""
+    from bayespmf import CategoricalData
+
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 12, size=(n_rows, 5), dtype=np.int16)
+    codes[rng.random(codes.shape) < 0.3] = -1
+    return CategoricalData(codes, n_categories=[12] * 5)
+
+
+def test_polish_on_a_flat_likelihood_stops_at_its_budget_and_says_so(monkeypatch):
+    from bayespmf.fit import multistart
+
+    data = _structureless()
+    monkeypatch.setattr(multistart, "POLISH_SHARE", 0.05)
+    monkeypatch.setattr(multistart, "POLISH_MIN_MAPS", 100)
+    with pytest.warns(Warning) as caught:
+        fit = fit_latent_class(data, 2, n_init=30, random_state=0)
+    work = fit.info["work"]
+    budget = max(multistart.POLISH_SHARE * (work["explore"] + work["refine"]), 100)
+    # a cycle starts only while CYCLE_MAPS maps remain; a backtracking one takes more
+    assert work["polish"] <= budget + MAX_MAPS_PER_CYCLE + 5
+    cut = fit.info["polish_cut"]
+    assert cut is not None and not fit.converged
+    assert cut["budget"] == pytest.approx(budget)
+    assert cut["gain_to_come"] > cut["deep_bound"]
+    messages = [str(w.message) for w in caught if "polish" in str(w.message)]
+    assert len(messages) == 1 and "budget" in messages[0] and "n_init=1" in messages[0]
+    # the advice carries it on: the given start alone, polished without a budget
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        more = fit_latent_class(data, 2, init=[fit.params], n_init=1)
+    assert more.info["polish_cut"] is None and more.converged
+    assert more.loglik > fit.loglik
+
+
+def test_polish_budget_spares_a_fit_with_latent_structure():
+    """On data with latent structure the budget never binds: nothing is cut."""
+    data, n_components = load_votes()[0], 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_latent_class(data, n_components, random_state=5)
+    work = fit.info["work"]
+    assert fit.info["polish_cut"] is None and fit.converged
+    assert work["polish"] < 0.1 * (work["explore"] + work["refine"])

@@ -183,6 +183,7 @@ def run_em(
     owner: str = "fit_em",
     warn: bool = True,
     rule=None,
+    max_evals: int | None = None,
 ):
     """EM / SQUAREM-PMF from ``(w, a)`` on any kernel with ``step`` and ``loglik``.
 
@@ -193,7 +194,9 @@ def run_em(
     EMState)`` returning True stops the fit. ``rule`` overrides the stopping rule
     (a ``rule`` of :func:`~bayespmf.fit.loop.iterate`): the multi-start fit runs its
     refined starts under EM's rule ``"aitken"`` and polishes only the best ones under
-    SQUAREM-PMF's deeper rule (:mod:`bayespmf.fit.multistart`).
+    SQUAREM-PMF's deeper rule (:mod:`bayespmf.fit.multistart`). ``max_evals`` bounds
+    the EM maps besides ``max_iter`` (:func:`~bayespmf.fit.loop.iterate`; a
+    SQUAREM-PMF cycle starts only while three maps of it remain).
     """
     if rule is None:
         rule = squarem_pmf_converged if accelerate == "squarem" else "aitken"
@@ -209,6 +212,8 @@ def run_em(
         owner=owner,
         warn=warn,
         rule=rule,
+        max_evals=max_evals,
+        min_step_evals=3 if accelerate else 1,
     )
     # one more map gives the log-likelihood of the returned parameters, and (unlike
     # kernel.loglik) compiles nothing new on the PyTensor backend

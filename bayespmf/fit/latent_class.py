@@ -33,6 +33,7 @@ from bayespmf._validation import (
     check_rank_limit,
 )
 from bayespmf.fit import defaults
+from bayespmf.fit import multistart as multistart_mod
 from bayespmf.fit.cnmf import cnmf_opt
 from bayespmf.fit.ctd import ctd
 from bayespmf.fit.em import EMInfo, ad_em, em_start, run_em
@@ -446,7 +447,34 @@ def fit_latent_class(
         loglik_trace=method in EM_METHODS,
     )
     em = result.info.get("em")
-    if method in EM_METHODS and not result.converged and not em.stopped:
+    cut = result.info.get("polish_cut") if method == "auto" else None
+    if cut is not None:
+        again = (
+            f"LatentClassPMF({n_components}, init=[(est.weights_, est.factors_)], n_init=1)"
+            if owner.startswith("LatentClassPMF")
+            else f"fit_latent_class(data, {n_components}, init=[fit.params], n_init=1)"
+        )
+        to_come = (
+            f"the estimate of the log-likelihood still to gain was "
+            f"{cut['gain_to_come']:.3g}"
+            if np.isfinite(cut["gain_to_come"])
+            else f"its log-likelihood was still rising by {cut['last_gain']:.3g} per "
+            "cycle without slowing down"
+        )
+        warnings.warn(
+            f"{owner}: the polish of the best start stopped at its budget of "
+            f"{cut['budget']:.0f} EM maps ({multistart_mod.POLISH_SHARE:g} times the "
+            "maps of the search before it, at least "
+            f"{multistart_mod.POLISH_MIN_MAPS}) while {to_come} (the polish asks at most "
+            f"{cut['deep_bound']:.3g} still to come): the likelihood is nearly flat "
+            "around this estimate (rows with little latent structure for this many "
+            "classes), so it "
+            f"may stop short of the maximum. To carry it on: {again}; or consider fewer "
+            "classes.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    elif method in EM_METHODS and not result.converged and not em.stopped:
         warnings.warn(
             f"{owner}(method={method!r}) stopped after max_iter={opts['max_iter']} "
             f"iterations while the objective was still rising by more than "
@@ -472,6 +500,11 @@ def rescaled_fit(result: LatentClassFit, scale: float, *, loglik_trace: bool):
     for key in ("refined_loglik", "explore_loglik", "polish_reach"):
         if info.get(key) is not None:
             info[key] = np.asarray(info[key], dtype=float) * scale
+    if info.get("polish_cut") is not None:
+        cut = dict(info["polish_cut"])
+        for key in ("gain_to_come", "deep_bound", "last_gain"):
+            cut[key] *= scale
+        info["polish_cut"] = cut
     em = info.get("em")
     if isinstance(em, EMInfo):
         info["em"] = em._replace(

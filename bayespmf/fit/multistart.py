@@ -100,6 +100,27 @@ POLISH_REACH = 1.0
 
 POLISH_REACH_TOL = 100.0
 
+#: The polish of a round spends at most POLISH_SHARE times the EM maps that the round's
+#: exploration and first refinement stage spent together (deterministic: maps, not
+#: seconds). On a likelihood with latent structure the polish needs a small fraction of
+#: that (UCI Car: tens of maps after tens of thousands). Where the likelihood is nearly
+#: flat (rows without latent structure, a model with more classes than the data
+#: support) the deep rule would crawl for as long as ``max_iter`` allows, one start
+#: after another, along a ridge where the last digits of the log-likelihood change
+#: nothing the optima table reports (:ref:`bench-default-fit`). When the budget ends a
+#: polish before the deep rule holds, the fit says so (``info["polish_cut"]``, a
+#: ``ConvergenceWarning`` with the estimate of the gain still to come), and
+#: ``fit_latent_class(data, F, init=[fit.params], n_init=1)`` carries the estimate
+#: on under the deep rule alone. The budget is at least POLISH_MIN_MAPS: after a small
+#: search (few starts on small data) the polish of a few starts can need more maps than
+#: the search, at a cost of milliseconds.
+POLISH_SHARE = 1.0
+
+POLISH_MIN_MAPS = 2000
+
+#: EM maps of one SQUAREM-PMF cycle at least (three when its extrapolation holds).
+CYCLE_MAPS = 3
+
 #: Bytes the arrays of the starts advanced together may take (by
 #: :func:`~bayespmf.fit.memory.memory_estimate`'s ``"exploration"`` per start), in
 #: the exploration and the refinement alike: beyond it the starts run in blocks, so
@@ -597,7 +618,7 @@ def _explore_each(kernel, n_cat, w, a, loglik, n_cycles, keep, work, earlier=())
     return w, a, loglik
 
 
-def _refine_batched(kernel, n_cat, w, a, *, max_iter, tol, bar):
+def _refine_batched(kernel, n_cat, w, a, *, max_iter, tol, bar, max_evals=None):
     """Every start by batched SQUAREM-PMF cycles until EM's rule holds for it.
 
     ``w`` (K, F) and ``a`` (P, K, F) are the starts, advanced in place. A start leaves the
@@ -608,7 +629,8 @@ def _refine_batched(kernel, n_cat, w, a, *, max_iter, tol, bar):
 
     Returns ``(traces, n_iter, n_evals, converged)``: per start its trace (a list),
     cycles, EM maps (the batch's maps while it was in the batch) and whether the rule
-    held within ``max_iter`` cycles.
+    held within ``max_iter`` cycles. ``max_evals`` bounds the maps of all starts
+    together: a cycle starts only while :data:`CYCLE_MAPS` of them per start remain.
     """
     n_start = w.shape[0]
     traces: list[list[float]] = [[] for _ in range(n_start)]
@@ -617,6 +639,10 @@ def _refine_batched(kernel, n_cat, w, a, *, max_iter, tol, bar):
     converged = np.zeros(n_start, dtype=bool)
     active = np.arange(n_start)
     for _ in range(max_iter):
+        if max_evals is not None and (
+            int(n_evals.sum()) + CYCLE_MAPS * active.size > max_evals
+        ):
+            break
         w_new, a_new, ll, evals = batched_squarem_pmf_step(
             kernel.step, w[active], a[:, active], n_cat
         )
@@ -641,7 +667,9 @@ def _polish_reach(best: float, tol: float) -> float:
     return max(POLISH_REACH, POLISH_REACH_TOL * tol * max(abs(best), 1.0))
 
 
-def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc, work):
+def _refine(
+    kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc, work, searched=0
+):
     """Refine ``states`` (a list of ``(weights, factors_stacked)``): the two stages.
 
     Stage 1 runs SQUAREM-PMF under EM's stopping rule at ``tol`` on every state
@@ -663,11 +691,22 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
     polish is batched like stage 1 when ``batched``. ``work``'s ``"refine"`` and
     ``"polish"`` entries are raised by the start-maps of each stage (the map that gives
     a returned state's log-likelihood included).
+
+    After an exploration (``searched``: its maps, nonzero) the polish spends at most
+    :data:`POLISH_SHARE` times the maps of the exploration and stage 1 together, and at
+    least :data:`POLISH_MIN_MAPS` (each
+    SQUAREM-PMF cycle starts only while :data:`CYCLE_MAPS` of them remain): a state
+    whose polish the budget ended before the deeper rule held keeps
+    ``converged=False``; a state left without budget is not polished. The last value
+    returned, ``cut``, is None unless the polish of the best state was cut short, else
+    ``(its index, budget, its predicted gain still to come, the deeper rule's
+    bound, its last cycle's gain)``.
     """
     from bayespmf._progress import progress_bar
     from bayespmf.fit.em import EMInfo
 
     n_start = len(states)
+    refine_before = work["refine"]
     squarem = functools.partial(
         run_em,
         kernel,
@@ -730,16 +769,37 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
         for k in range(n_start)
     ]
 
+    # without an exploration (starts given, or too few to explore) the polish is
+    # bounded by max_iter alone: those starts are all the fit has
+    budget = POLISH_SHARE * (searched + work["refine"] - refine_before)
+    budget = max(budget, POLISH_MIN_MAPS) if searched else np.inf
+    left = [budget]  # maps the polish may still spend
+    capped = np.zeros(n_start, dtype=bool)  # polish cycles bounded by the budget
+
     def polish(chosen):
-        """Polish the states ``chosen`` in place; their :class:`EMInfo` (stage 2)."""
+        """Polish the states ``chosen`` in place; their :class:`EMInfo` (stage 2).
+
+        Returns the polished states (a prefix of ``chosen`` when the budget ran out)
+        and their infos.
+        """
         if not batched:
             out = []
             for k in chosen:
-                params, info = squarem(w[k], a[:, k])
+                if left[0] < CYCLE_MAPS + 1:  # a cycle and the closing map
+                    break
+                cap = None if np.isinf(left[0]) else int(left[0]) - 1
+                params, info = squarem(w[k], a[:, k], max_evals=cap)
+                capped[k] = not info.converged and info.n_iter < max_iter
                 w[k], a[:, k] = params.weights, stack_factors(params.factors)
+                left[0] -= info.n_evals + 1
                 out.append(info)
-            return out
+            return chosen[: len(out)], out
         deep = tol * SQUAREM_PMF_TOL_SCALE  # each to the deep rule on its own trace
+        # as many as one cycle each and the closing map leaves in the budget
+        if np.isfinite(left[0]):
+            chosen = chosen[: max(int(left[0] // (CYCLE_MAPS + 1)), 0)]
+        if chosen.size == 0:
+            return chosen, []
         wp, ap = w[chosen], a[:, chosen]
         size = _block_size(n_cat, w.shape[1], chosen.size)
         out = []
@@ -754,7 +814,11 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
                     max_iter=max_iter,
                     tol=deep,
                     bar=bar,
+                    max_evals=None
+                    if np.isinf(left[0])
+                    else int(left[0]) - min(size, chosen.size - i),
                 )
+                left[0] -= int(ev.sum())
                 ll = kernel.step(wp[part], ap[:, part])[2]
                 out += [
                     EMInfo(
@@ -767,7 +831,9 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
                     for j in range(len(tr))
                 ]
         w[chosen], a[:, chosen] = wp, ap
-        return out
+        left[0] -= len(out)  # the closing maps
+        capped[chosen] = [not i.converged and i.n_iter < max_iter for i in out]
+        return chosen, out
 
     best = float(np.max(loglik))
     polished = np.zeros(n_start, dtype=bool)
@@ -775,19 +841,22 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
     if np.isfinite(best):
         # the best first; then the others that can still reach its polished value
         top = int(np.argmax(loglik))
-        chosen = [np.array([top])]
-        second = [polish(np.array([top]))]
+        done, first_info = polish(np.array([top]))
+        chosen, second = [done], [first_info]
         if n_start <= MIN_REFINE:  # few starts: each counts for the replication
             others = np.flatnonzero(np.arange(n_start) != top)
-        else:
+        elif first_info:
             others = np.flatnonzero(loglik >= loglik[top] - reach)
             others = others[
-                (others != top) & (loglik[others] >= second[0][0].loglik - reach)
+                (others != top) & (loglik[others] >= first_info[0].loglik - reach)
             ]
+        else:
+            others = np.array([], dtype=int)
         if others.size:
-            chosen.append(others)
-            second.append(polish(others))
-        chosen = np.concatenate(chosen)
+            done, infos_others = polish(others)
+            chosen.append(done)
+            second.append(infos_others)
+        chosen = np.concatenate(chosen).astype(int)
         polished[chosen] = True
         for k, info in zip(chosen, itertools.chain(*second), strict=True):
             first = infos[k]
@@ -800,6 +869,15 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
                 bool(info.converged),
                 float(info.loglik),
             )
+    cut = None
+    if np.isfinite(best):
+        top = int(np.argmax(loglik))
+        trace = infos[top].loglik_trace
+        if polished[top] and capped[top] and not infos[top].converged:
+            gain = predicted_gain(list(trace))
+            bound = tol * SQUAREM_PMF_TOL_SCALE * max(abs(float(trace[-1])), 1.0)
+            last = float(trace[-1] - trace[-2]) if trace.size > 1 else np.nan
+            cut = (top, float(budget), float(gain), float(bound), last)
     results = [
         (
             LatentClassParams(w[k].copy(), split_factors(a[:, k].copy(), n_cat)),
@@ -808,7 +886,7 @@ def _refine(kernel, n_cat, states, *, max_iter, tol, batched, progressbar, desc,
         )
         for k in range(n_start)
     ]
-    return results, infos, polished, reach
+    return results, infos, polished, reach, cut
 
 
 def _replicated(logliks, kinds) -> tuple[int, int]:
@@ -918,6 +996,7 @@ def multistart(
     work = {"explore": 0, "refine": 0, "polish": 0}
     polished: list[np.ndarray] = []
     reach = np.nan
+    cuts: dict[int, dict] = {}  # result index -> its cut polish
     skipped: dict[str, str] = {}
     rounds, best_before, improved = 0, -np.inf, False
     while rounds < max_rounds:
@@ -936,6 +1015,7 @@ def multistart(
             cut = max(MIN_REFINE, math.ceil(REFINE_SHARE * len(starts)))
         chosen = list(range(len(starts)))
         explore = getattr(source, "batched", False) and explore_cycles > 0
+        explored_before = work["explore"]
         if explore and len(starts) > cut:
             best, explore_loglik = _explore_best(
                 source,
@@ -955,7 +1035,7 @@ def multistart(
                 for k, (_, p) in enumerate(starts)
             }
         desc = "starts" if rounds == 0 else f"starts (round {rounds + 1})"
-        round_results, round_infos, round_polished, reach = _refine(
+        round_results, round_infos, round_polished, reach, round_cut = _refine(
             kernel,
             n_cat,
             [states[k] for k in chosen],
@@ -965,7 +1045,16 @@ def multistart(
             progressbar=progressbar,
             desc=desc,
             work=work,
+            searched=work["explore"] - explored_before,
         )
+        if round_cut is not None:
+            cuts[len(results) + round_cut[0]] = dict(
+                zip(
+                    ("budget", "gain_to_come", "deep_bound", "last_gain"),
+                    round_cut[1:],
+                    strict=True,
+                )
+            )
         results += round_results
         infos += round_infos
         polished.append(round_polished)
@@ -997,6 +1086,7 @@ def multistart(
         "refined_converged": np.array([i.converged for i in infos]),
         "refined_polished": np.concatenate(polished),
         "polish_reach": reach,
+        "polish_cut": cuts.get(best),
         "refined_optimum": group,
         "skipped_starts": skipped,
         "em": infos[best],

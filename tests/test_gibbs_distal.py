@@ -294,6 +294,7 @@ def _step_draws(model, n_draws, seed, **kwargs):
     return {n: np.array([o[i] for o in out]) for i, n in enumerate(names)}
 
 
+@pytest.mark.slow
 def test_one_class_gives_the_exact_outcome_posterior():
     """One class: every label is known, so the outcome's posterior is exact: Beta for
     bernoulli, and for gaussian the joint of (mu, sigma) on a grid, whose marginal
@@ -347,6 +348,7 @@ def test_n_sweeps_is_repeated_single_sweeps():
     assert DEFAULT_COVARIATE_SWEEPS == DEFAULT_FACTOR_SWEEPS
 
 
+@pytest.mark.slow
 def test_value_transforms_do_not_change_the_draws():
     """The step draws on the constrained scale and writes the model's value
     coordinates, whatever transform they have (NumPy for PyMC's defaults, compiled
@@ -382,6 +384,7 @@ def family_posteriors(request):
     return family, gibbs, nuts
 
 
+@pytest.mark.slow
 def test_agrees_with_nuts(family_posteriors, mc_summary):
     """Means of the weights and every outcome parameter within 4 combined MC
     standard errors (sd / sqrt(ESS) of each sampler, plus 0.005 for the label
@@ -429,6 +432,7 @@ def _permuted_as_recorded(idata, name):
     )
 
 
+@pytest.mark.slow
 def test_covariates_and_outcome_together():
     """Covariates and a gaussian outcome: the compound (Gibbs on the factors and
     the outcome, NUTS on the coefficients) runs through sample(), every chain's

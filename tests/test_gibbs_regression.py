@@ -154,6 +154,7 @@ def test_refuses_what_it_cannot_sample():
     assert {v.name for v in steps[1].vars} == {"coef"}
 
 
+@pytest.mark.slow
 def test_same_seed_same_draws():
     """One random_seed: the same estimate, starts and compound draws; another differs."""
     codes, z = _data(60)
@@ -180,6 +181,7 @@ def small_posteriors():
     return gibbs, nuts
 
 
+@pytest.mark.slow
 def test_front_door_groups(small_posteriors):
     gibbs, _ = small_posteriors
     assert gibbs.posterior.attrs["sampling_method"] == "gibbs"

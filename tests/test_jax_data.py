@@ -19,6 +19,7 @@ def small():
 
 @pytest.mark.jax
 @pytest.mark.parametrize("formulation", ["gather", "matmul"])
+@pytest.mark.slow
 def test_logp_with_data_as_arguments_matches_pymc(small, formulation):
     pytest.importorskip("jax")
     import jax
@@ -47,6 +48,7 @@ def test_logp_with_data_as_arguments_matches_pymc(small, formulation):
 
 
 @pytest.mark.jax
+@pytest.mark.slow
 def test_argument_route_agrees_with_constants(small):
     pytest.importorskip("numpyro")
     data, truth = small

@@ -265,6 +265,7 @@ def _value_order(model, fused):
     return np.concatenate([segments[k] for k in keys])
 
 
+@pytest.mark.slow
 def test_fused_pivot_model_has_the_density_of_the_transforms(small, rng):
     """logp and gradient equal the transform model's, and a brute-force density."""
     from pymc.model.transform.optimization import freeze_dims_and_data

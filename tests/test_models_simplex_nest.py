@@ -135,6 +135,7 @@ def test_sample_errors():
         simplex_nest_model(X, 1)
 
 
+@pytest.mark.slow
 def test_vector_alpha_hyperprior_starts_from_vlad_and_samples():
     """alpha='vector': one free alpha per vertex, started at VLAD's vector estimate."""
     import warnings

@@ -337,6 +337,7 @@ def _rank1():
     return data, latent_class_model(data, n_components=1)
 
 
+@pytest.mark.slow
 def test_row13_rank1_pivot_transform_has_no_free_weight():
     from bayespmf.models import pivot_model
 

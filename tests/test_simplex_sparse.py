@@ -118,6 +118,7 @@ def test_sparse_refusals_name_the_problem():
         fit_simplex_nest(nan, 2, "spa")
 
 
+@pytest.mark.slow
 def test_sparse_model_logp_equals_dense():
     pytest.importorskip("pymc")
     from bayespmf.models import simplex_nest_model

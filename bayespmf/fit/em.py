@@ -22,7 +22,11 @@ from bayespmf._validation import (
     check_random_state,
 )
 from bayespmf.fit.loop import StepInfo, iterate
-from bayespmf.fit.squarem import squarem_pmf_converged, squarem_pmf_steps
+from bayespmf.fit.squarem import (
+    SQUAREM_PMF_CYCLE_MAPS,
+    squarem_pmf_converged,
+    squarem_pmf_steps,
+)
 from bayespmf.kernels.ad_em import DEFAULT_AD_ITER, DEFAULT_INNER_ITER, ad_sweep
 from bayespmf.kernels.em import EMState, build_em_kernel, init_random, normalize_blocks
 from bayespmf.pmf import LatentClassParams, check_params, offsets_of, split_factors
@@ -213,7 +217,7 @@ def run_em(
         warn=warn,
         rule=rule,
         max_evals=max_evals,
-        min_step_evals=3 if accelerate else 1,
+        min_step_evals=SQUAREM_PMF_CYCLE_MAPS if accelerate else 1,
     )
     # one more map gives the log-likelihood of the returned parameters, and (unlike
     # kernel.loglik) compiles nothing new on the PyTensor backend

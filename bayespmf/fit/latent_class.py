@@ -33,7 +33,6 @@ from bayespmf._validation import (
     check_rank_limit,
 )
 from bayespmf.fit import defaults
-from bayespmf.fit import multistart as multistart_mod
 from bayespmf.fit.cnmf import cnmf_opt
 from bayespmf.fit.ctd import ctd
 from bayespmf.fit.em import EMInfo, ad_em, em_start, run_em
@@ -463,14 +462,12 @@ def fit_latent_class(
         )
         warnings.warn(
             f"{owner}: the polish of the best start stopped at its budget of "
-            f"{cut['budget']:.0f} EM maps ({multistart_mod.POLISH_SHARE:g} times the "
-            "maps of the search before it, at least "
-            f"{multistart_mod.POLISH_MIN_MAPS}) while {to_come} (the polish asks at most "
-            f"{cut['deep_bound']:.3g} still to come): the likelihood is nearly flat "
-            "around this estimate (rows with little latent structure for this many "
-            "classes), so it "
-            f"may stop short of the maximum. To carry it on: {again}; or consider fewer "
-            "classes.",
+            f"{cut['budget']:.0f} EM maps ({cut['share']:g} times the maps of the search "
+            f"before it, at least {cut['min_maps']}) while {to_come} (the polish asks "
+            f"at most {cut['deep_bound']:.3g} still to come): the likelihood is nearly "
+            "flat around this estimate (rows with little latent structure for this many "
+            f"classes), so it may stop short of the maximum. To carry it on: {again}; or "
+            "consider fewer classes.",
             ConvergenceWarning,
             stacklevel=3,
         )

@@ -29,7 +29,7 @@ from bayespmf.fit import defaults, memory
 from bayespmf.fit.em import run_em
 from bayespmf.fit.loop import ROUNDOFF, predicted_gain
 from bayespmf.fit.memory import MemoryBudgetWarning, format_gib, memory_estimate
-from bayespmf.fit.squarem import SQUAREM_PMF_TOL_SCALE
+from bayespmf.fit.squarem import SQUAREM_PMF_CYCLE_MAPS, SQUAREM_PMF_TOL_SCALE
 from bayespmf.kernels.cnmf_spa import cnmf_spa
 from bayespmf.kernels.em import init_random, normalize_blocks
 from bayespmf.kernels.squarem import batched_squarem_pmf_step
@@ -117,9 +117,6 @@ POLISH_REACH_TOL = 100.0
 POLISH_SHARE = 1.0
 
 POLISH_MIN_MAPS = 2000
-
-#: EM maps of one SQUAREM-PMF cycle at least (three when its extrapolation holds).
-CYCLE_MAPS = 3
 
 #: Bytes the arrays of the starts advanced together may take (by
 #: :func:`~bayespmf.fit.memory.memory_estimate`'s ``"exploration"`` per start), in
@@ -630,7 +627,8 @@ def _refine_batched(kernel, n_cat, w, a, *, max_iter, tol, bar, max_evals=None):
     Returns ``(traces, n_iter, n_evals, converged)``: per start its trace (a list),
     cycles, EM maps (the batch's maps while it was in the batch) and whether the rule
     held within ``max_iter`` cycles. ``max_evals`` bounds the maps of all starts
-    together: a cycle starts only while :data:`CYCLE_MAPS` of them per start remain.
+    together: a cycle starts only while
+    :data:`~bayespmf.fit.squarem.SQUAREM_PMF_CYCLE_MAPS` of them per start remain.
     """
     n_start = w.shape[0]
     traces: list[list[float]] = [[] for _ in range(n_start)]
@@ -640,7 +638,7 @@ def _refine_batched(kernel, n_cat, w, a, *, max_iter, tol, bar, max_evals=None):
     active = np.arange(n_start)
     for _ in range(max_iter):
         if max_evals is not None and (
-            int(n_evals.sum()) + CYCLE_MAPS * active.size > max_evals
+            int(n_evals.sum()) + SQUAREM_PMF_CYCLE_MAPS * active.size > max_evals
         ):
             break
         w_new, a_new, ll, evals = batched_squarem_pmf_step(
@@ -694,9 +692,9 @@ def _refine(
 
     After an exploration (``searched``: its maps, nonzero) the polish spends at most
     :data:`POLISH_SHARE` times the maps of the exploration and stage 1 together, and at
-    least :data:`POLISH_MIN_MAPS` (each
-    SQUAREM-PMF cycle starts only while :data:`CYCLE_MAPS` of them remain): a state
-    whose polish the budget ended before the deeper rule held keeps
+    least :data:`POLISH_MIN_MAPS` (each SQUAREM-PMF cycle starts only while
+    :data:`~bayespmf.fit.squarem.SQUAREM_PMF_CYCLE_MAPS` of them remain): a state whose
+    polish the budget ended before the deeper rule held keeps
     ``converged=False``; a state left without budget is not polished. The last value
     returned, ``cut``, is None unless the polish of the best state was cut short, else
     ``(its index, budget, its predicted gain still to come, the deeper rule's
@@ -776,6 +774,10 @@ def _refine(
     left = [budget]  # maps the polish may still spend
     capped = np.zeros(n_start, dtype=bool)  # polish cycles bounded by the budget
 
+    def maps_left(reserve):
+        """The budget left for cycles, ``reserve`` closing maps kept (None: no budget)."""
+        return None if np.isinf(left[0]) else int(left[0]) - reserve
+
     def polish(chosen):
         """Polish the states ``chosen`` in place; their :class:`EMInfo` (stage 2).
 
@@ -785,10 +787,9 @@ def _refine(
         if not batched:
             out = []
             for k in chosen:
-                if left[0] < CYCLE_MAPS + 1:  # a cycle and the closing map
+                if left[0] < SQUAREM_PMF_CYCLE_MAPS + 1:  # a cycle and the closing map
                     break
-                cap = None if np.isinf(left[0]) else int(left[0]) - 1
-                params, info = squarem(w[k], a[:, k], max_evals=cap)
+                params, info = squarem(w[k], a[:, k], max_evals=maps_left(1))
                 capped[k] = not info.converged and info.n_iter < max_iter
                 w[k], a[:, k] = params.weights, stack_factors(params.factors)
                 left[0] -= info.n_evals + 1
@@ -797,7 +798,7 @@ def _refine(
         deep = tol * SQUAREM_PMF_TOL_SCALE  # each to the deep rule on its own trace
         # as many as one cycle each and the closing map leaves in the budget
         if np.isfinite(left[0]):
-            chosen = chosen[: max(int(left[0] // (CYCLE_MAPS + 1)), 0)]
+            chosen = chosen[: max(int(left[0] // (SQUAREM_PMF_CYCLE_MAPS + 1)), 0)]
         if chosen.size == 0:
             return chosen, []
         wp, ap = w[chosen], a[:, chosen]
@@ -814,9 +815,7 @@ def _refine(
                     max_iter=max_iter,
                     tol=deep,
                     bar=bar,
-                    max_evals=None
-                    if np.isinf(left[0])
-                    else int(left[0]) - min(size, chosen.size - i),
+                    max_evals=maps_left(min(size, chosen.size - i)),
                 )
                 left[0] -= int(ev.sum())
                 ll = kernel.step(wp[part], ap[:, part])[2]
@@ -832,7 +831,7 @@ def _refine(
                 ]
         w[chosen], a[:, chosen] = wp, ap
         left[0] -= len(out)  # the closing maps
-        capped[chosen] = [not i.converged and i.n_iter < max_iter for i in out]
+        capped[chosen] = [not e.converged and e.n_iter < max_iter for e in out]
         return chosen, out
 
     best = float(np.max(loglik))
@@ -1053,7 +1052,9 @@ def multistart(
                     ("budget", "gain_to_come", "deep_bound", "last_gain"),
                     round_cut[1:],
                     strict=True,
-                )
+                ),
+                share=POLISH_SHARE,
+                min_maps=POLISH_MIN_MAPS,
             )
         results += round_results
         infos += round_infos

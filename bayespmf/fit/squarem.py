@@ -49,6 +49,7 @@ from bayespmf.kernels.squarem import (
 )
 
 __all__ = [
+    "SQUAREM_PMF_CYCLE_MAPS",
     "SQUAREM_PMF_TOL_SCALE",
     "SquaremInfo",
     "squarem",
@@ -60,6 +61,10 @@ __all__ = [
 #: A SQUAREM cycle maps ``x`` and ``F(x)`` before it can extrapolate or stop (R starts
 #: a cycle only while two evaluations of the budget remain).
 CYCLE_MIN_EVALS = 2
+
+#: EM maps of one SQUAREM-PMF cycle at the least (Chege et al., Table I: three when its
+#: extrapolation is accepted, one more per backtrack).
+SQUAREM_PMF_CYCLE_MAPS = 3
 
 #: How much further below ``tol * |L|`` SQUAREM-PMF's Aitken estimate of the gain still
 #: to come must fall than EM's (module docstring). The estimate from three cycle gains
